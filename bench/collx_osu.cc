@@ -1,0 +1,286 @@
+// collx_osu: OSU-style allreduce latency benchmark for libcollx, with MPI_Allreduce timed on
+// the same buffers in the same run (--compare-mpi).
+//
+//   mpiexec -n 2 collx_osu -m 4:16777216 --compare-mpi
+//
+// For each size, `rounds` rounds alternate a timed loop of collx_allreduce with a timed loop of
+// MPI_Allreduce; each rank takes the median round, and the table shows the average over ranks
+// (as OSU does), min/max over ranks with -f, bus bandwidth algbw*2(p-1)/p, MPI's latency and
+// the ratio collx/MPI (below 1: libcollx is faster).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collx/collx.h"
+#include "collx/collx_mpi.h"
+#include "common/pattern.h"
+
+namespace {
+
+struct Options {
+  size_t min_size = 4, max_size = 1 << 20;
+  int iters = 1000, warmup = 100;           // sizes up to 8 KiB
+  int iters_large = 100, warmup_large = 10;  // larger sizes
+  int rounds = 5;
+  bool full = false, validate = false, compare = false;
+  collx_dtype_t dtype = COLLX_FLOAT32;
+  collx_op_t op = COLLX_SUM;
+  std::string algo;
+};
+
+bool parse_dtype(const char* s, collx_dtype_t* out) {
+  for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
+    if (!std::strcmp(s, collx_dtype_name(static_cast<collx_dtype_t>(d)))) {
+      *out = static_cast<collx_dtype_t>(d);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_op(const char* s, collx_op_t* out) {
+  for (int o = 0; o < COLLX_OP_COUNT; ++o) {
+    if (!std::strcmp(s, collx_op_name(static_cast<collx_op_t>(o)))) {
+      *out = static_cast<collx_op_t>(o);
+      return true;
+    }
+  }
+  return false;
+}
+
+void usage(const char* prog) {
+  std::fprintf(stderr,
+               "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
+               "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
+               "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
+               "         float32 float64;  op: sum prod min max avg band bor bxor\n"
+               "  --algo: recursive_doubling | rabenseifner | ring (default: the selection table)\n",
+               prog);
+}
+
+bool parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "-m" && has) {
+      const std::string v = argv[++i];
+      const size_t c = v.find(':');
+      if (c == std::string::npos) {
+        o->max_size = std::strtoull(v.c_str(), nullptr, 10);
+      } else {
+        if (c > 0) o->min_size = std::strtoull(v.substr(0, c).c_str(), nullptr, 10);
+        o->max_size = std::strtoull(v.substr(c + 1).c_str(), nullptr, 10);
+      }
+    } else if (a == "-i" && has) {
+      o->iters = std::atoi(argv[++i]);
+    } else if (a == "-x" && has) {
+      o->warmup = std::atoi(argv[++i]);
+    } else if (a == "-I" && has) {
+      o->iters_large = std::atoi(argv[++i]);
+    } else if (a == "-X" && has) {
+      o->warmup_large = std::atoi(argv[++i]);
+    } else if (a == "-r" && has) {
+      o->rounds = std::atoi(argv[++i]);
+    } else if (a == "-f") {
+      o->full = true;
+    } else if (a == "-c") {
+      o->validate = true;
+    } else if (a == "-T" && has) {
+      if (!parse_dtype(argv[++i], &o->dtype)) return false;
+    } else if (a == "--op" && has) {
+      if (!parse_op(argv[++i], &o->op)) return false;
+    } else if (a == "--algo" && has) {
+      o->algo = argv[++i];
+    } else if (a == "--compare-mpi") {
+      o->compare = true;
+    } else {
+      return false;
+    }
+  }
+  return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
+         o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0;
+}
+
+// MPI's view of the call; null datatype where MPI has no equivalent (half types).
+MPI_Datatype mpi_dtype(collx_dtype_t d) {
+  switch (d) {
+    case COLLX_INT8: return MPI_INT8_T;
+    case COLLX_UINT8: return MPI_UINT8_T;
+    case COLLX_INT16: return MPI_INT16_T;
+    case COLLX_UINT16: return MPI_UINT16_T;
+    case COLLX_INT32: return MPI_INT32_T;
+    case COLLX_UINT32: return MPI_UINT32_T;
+    case COLLX_INT64: return MPI_INT64_T;
+    case COLLX_UINT64: return MPI_UINT64_T;
+    case COLLX_FLOAT32: return MPI_FLOAT;
+    case COLLX_FLOAT64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op(collx_op_t op) {
+  switch (op) {
+    case COLLX_SUM: case COLLX_AVG: return MPI_SUM;  // avg: MPI has none; timed as sum
+    case COLLX_PROD: return MPI_PROD;
+    case COLLX_MIN: return MPI_MIN;
+    case COLLX_MAX: return MPI_MAX;
+    case COLLX_BAND: return MPI_BAND;
+    case COLLX_BOR: return MPI_BOR;
+    default: return MPI_BXOR;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int fail(const char* what, collx_status_t st) {
+  std::fprintf(stderr, "collx_osu: %s: %s: %s\n", what, collx_strerror(st), collx_last_error());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  Options o;
+  if (!parse(argc, argv, &o)) {
+    if (rank == 0) usage(argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  if (!o.algo.empty()) setenv("COLLX_ALLREDUCE_ALGO", o.algo.c_str(), 1);
+  if (!collx::test::op_valid(o.dtype, o.op)) {
+    if (rank == 0) {
+      std::fprintf(stderr, "collx_osu: op %s is not defined for %s\n", collx_op_name(o.op),
+                   collx_dtype_name(o.dtype));
+    }
+    MPI_Finalize();
+    return 2;
+  }
+  collx_status_t st = collx_init();
+  if (st != COLLX_SUCCESS) return fail("collx_init", st);
+  collx_comm_t comm = nullptr;
+  st = collx_comm_create_mpi(MPI_COMM_WORLD, &comm);
+  if (st != COLLX_SUCCESS) return fail("collx_comm_create", st);
+
+  const size_t es = collx_dtype_size(o.dtype);
+  const MPI_Datatype mdt = mpi_dtype(o.dtype);
+  const bool compare = o.compare && mdt != MPI_DATATYPE_NULL;
+  if (o.compare && !compare && rank == 0) {
+    std::printf("# MPI has no %s: --compare-mpi ignored\n", collx_dtype_name(o.dtype));
+  }
+  const size_t max_bytes = std::max(o.max_size, es);
+  auto* send = static_cast<uint8_t*>(std::aligned_alloc(4096, (max_bytes + 4095) & ~size_t{4095}));
+  auto* recv = static_cast<uint8_t*>(std::aligned_alloc(4096, (max_bytes + 4095) & ~size_t{4095}));
+  std::vector<uint8_t> expected(max_bytes);
+  std::memset(recv, 0, max_bytes);
+
+  if (rank == 0) {
+    std::printf("# libcollx %s allreduce latency test (OSU style)\n", collx_version_string());
+    std::printf("# %d ranks, %s %s, median of %d rounds%s\n", p, collx_dtype_name(o.dtype),
+                collx_op_name(o.op), o.rounds,
+                compare ? ", MPI_Allreduce interleaved on the same buffers" : "");
+    std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
+    if (o.full) std::printf(" %16s %16s %10s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+    std::printf(" %12s", "BusBW(GB/s)");
+    if (compare) std::printf(" %14s %10s", "MPI Avg(us)", "collx/MPI");
+    std::printf("  %-20s", "Algorithm");
+    if (o.validate) std::printf(" %10s", "Validation");
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  int failures = 0;
+  for (size_t size = o.min_size; size <= o.max_size; size *= 2) {
+    const size_t count = size / es;
+    if (count == 0) continue;
+    const size_t bytes = count * es;
+    const bool large = bytes > 8192;
+    const int iters = large ? o.iters_large : o.iters;
+    const int warmup = large ? o.warmup_large : o.warmup;
+
+    collx::test::fill_input(o.dtype, o.op, rank, count, send);
+    bool valid = true;
+    auto check = [&] {
+      if (!o.validate) return;
+      collx::test::fill_expected(o.dtype, o.op, p, count, expected.data());
+      if (std::memcmp(recv, expected.data(), bytes) != 0) valid = false;
+    };
+
+    auto run_collx = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        st = collx_allreduce(send, recv, count, o.dtype, o.op, comm);
+        if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
+      }
+    };
+    auto run_mpi = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
+      }
+    };
+    run_collx(warmup);
+    check();
+    if (compare) run_mpi(warmup);
+
+    std::vector<double> lat_c, lat_m;
+    for (int round = 0; round < o.rounds; ++round) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      run_collx(iters);
+      lat_c.push_back((MPI_Wtime() - t0) * 1e6 / iters);
+      if (compare) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        run_mpi(iters);
+        lat_m.push_back((MPI_Wtime() - t0) * 1e6 / iters);
+      }
+    }
+    run_collx(1);
+    check();
+
+    const double mine = median(lat_c), mine_mpi = compare ? median(lat_m) : 0;
+    double sum = 0, mn = 0, mx = 0, sum_mpi = 0;
+    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine_mpi, &sum_mpi, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    int ok = valid ? 1 : 0, all_ok = 0;
+    MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      const double avg = sum / p, avg_mpi = sum_mpi / p;
+      const double busbw = bytes / (avg * 1e-6) * 2.0 * (p - 1) / p / 1e9;
+      std::printf("%-10zu %16.2f", bytes, avg);
+      if (o.full) std::printf(" %16.2f %16.2f %10d", mn, mx, iters * o.rounds);
+      std::printf(" %12.3f", busbw);
+      if (compare) std::printf(" %14.2f %10.3f", avg_mpi, avg / avg_mpi);
+      std::printf("  %-20s", collx_comm_algorithm(comm, bytes));
+      if (o.validate) std::printf(" %10s", all_ok ? "Pass" : "Fail");
+      std::printf("\n");
+      std::fflush(stdout);
+      if (!all_ok) ++failures;
+    }
+    if (size > o.max_size / 2) break;  // no overflow past max
+  }
+
+  st = collx_comm_destroy(comm);
+  if (st != COLLX_SUCCESS) return fail("collx_comm_destroy", st);
+  st = collx_finalize();
+  if (st != COLLX_SUCCESS) return fail("collx_finalize", st);
+  std::free(send);
+  std::free(recv);
+  MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}

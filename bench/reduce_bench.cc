@@ -1,0 +1,80 @@
+// Reduction kernel throughput per dtype x op, against a plain memcpy of the same buffers.
+// Bytes counted are all the bytes moved: y op= x reads y and x and writes y (3n); memcpy reads
+// and writes (2n). "y op= x" for float32 sum should reach memcpy's bandwidth (both are
+// memory-bound beyond the caches).
+//   reduce_bench [--benchmark_filter=float32]
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "common/pattern.h"
+#include "reduce/reduce.h"
+
+namespace {
+
+struct Buffers {
+  explicit Buffers(size_t bytes)
+      : x(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes))),
+        y(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes))) {
+    std::memset(x, 1, bytes);
+    std::memset(y, 0, bytes);
+  }
+  ~Buffers() {
+    std::free(x);
+    std::free(y);
+  }
+  uint8_t* x;
+  uint8_t* y;
+};
+
+void bm_memcpy(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  Buffers b(bytes);
+  for (auto _ : state) {
+    std::memcpy(b.y, b.x, bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * bytes);
+}
+
+void bm_reduce(benchmark::State& state, collx_dtype_t dtype, collx_op_t op) {
+  collx::Reducer red;
+  if (!collx::make_reducer(dtype, op, &red).ok()) {
+    state.SkipWithError("unsupported");
+    return;
+  }
+  const auto bytes = static_cast<size_t>(state.range(0));
+  const size_t n = bytes / red.elem_size;
+  Buffers b(bytes);
+  collx::test::fill_input(dtype, op, 1, n, b.x);
+  collx::test::fill_input(dtype, op, 2, n, b.y);
+  for (auto _ : state) {
+    red(b.y, b.y, b.x, n);  // y op= x
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 3 * bytes);
+}
+
+const int64_t kSizes[] = {256 << 10, 64 << 20};
+
+int register_all() {
+  for (int64_t s : kSizes) benchmark::RegisterBenchmark("memcpy", bm_memcpy)->Arg(s);
+  for (collx_dtype_t d : collx::test::all_dtypes()) {
+    for (collx_op_t op : collx::test::all_ops()) {
+      if (!collx::test::op_valid(d, op) || op == COLLX_AVG) continue;
+      const std::string name = std::string(collx_dtype_name(d)) + "/" + collx_op_name(op);
+      for (int64_t s : kSizes) {
+        benchmark::RegisterBenchmark(name.c_str(), bm_reduce, d, op)->Arg(s);
+      }
+    }
+  }
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,139 @@
+/* libcollx: allreduce for host buffers over UCX.
+ *
+ * Every function returns a collx_status_t; on failure collx_last_error() returns a message
+ * (thread-local, valid until the next libcollx call on the same thread) that names the
+ * argument, rank, peer or step involved. The library never aborts, never prints unless asked
+ * and never waits without a deadline (COLLX_TIMEOUT seconds).
+ *
+ * Thread safety: collx_init/collx_finalize must not race with any other call. Different
+ * communicators may be used concurrently from different threads. One communicator must not be
+ * used by two threads at once (as with an MPI communicator); requests it returned may be
+ * tested/waited from any one thread at a time.
+ */
+#ifndef COLLX_COLLX_H
+#define COLLX_COLLX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define COLLX_API __attribute__((visibility("default")))
+#else
+#define COLLX_API
+#endif
+
+#define COLLX_VERSION_MAJOR 0
+#define COLLX_VERSION_MINOR 1
+#define COLLX_VERSION_PATCH 0
+
+typedef enum {
+  COLLX_SUCCESS = 0,
+  COLLX_IN_PROGRESS = 1,         /* collx_test: not complete yet */
+  COLLX_ERR_INVALID_ARG = -1,    /* a bad argument; the message names it */
+  COLLX_ERR_UNSUPPORTED = -2,    /* e.g. a dtype/op pair that has no meaning (avg of int32) */
+  COLLX_ERR_NO_MEMORY = -3,
+  COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
+  COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
+  COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step */
+  COLLX_ERR_MISMATCH = -7,       /* ranks disagree on the call (size of a message, ...) */
+  COLLX_ERR_NOT_INITIALIZED = -8,/* called before collx_init or after collx_finalize */
+  COLLX_ERR_CONFIG = -9,         /* a COLLX_* variable or tune string is malformed */
+  COLLX_ERR_COMM_FAILED = -10,   /* an earlier error left the communicator unusable */
+  COLLX_ERR_INTERNAL = -11
+} collx_status_t;
+
+typedef enum {
+  COLLX_INT8 = 0,
+  COLLX_UINT8,
+  COLLX_INT16,
+  COLLX_UINT16,
+  COLLX_INT32,
+  COLLX_UINT32,
+  COLLX_INT64,
+  COLLX_UINT64,
+  COLLX_FLOAT16,
+  COLLX_BFLOAT16,
+  COLLX_FLOAT32,
+  COLLX_FLOAT64,
+  COLLX_DTYPE_COUNT
+} collx_dtype_t;
+
+/* sum/prod wrap around for integers. min/max propagate NaN (unlike IEEE fmin/fmax): if any
+ * input is NaN the result is NaN. avg is for floating types only (sum, then divided by the
+ * communicator size). band/bor/bxor are for integer types only. */
+typedef enum {
+  COLLX_SUM = 0,
+  COLLX_PROD,
+  COLLX_MIN,
+  COLLX_MAX,
+  COLLX_AVG,
+  COLLX_BAND,
+  COLLX_BOR,
+  COLLX_BXOR,
+  COLLX_OP_COUNT
+} collx_op_t;
+
+/* Pass as sendbuf for an in-place allreduce (sendbuf == recvbuf is in-place too). */
+#define COLLX_IN_PLACE ((const void*)(intptr_t)-1)
+
+typedef struct collx_comm* collx_comm_t;
+typedef struct collx_request* collx_request_t;
+
+/* Out-of-band allgather used once, at communicator creation: every rank contributes `bytes`
+ * bytes from `send`; `recv` receives size*bytes, rank i's contribution at offset i*bytes.
+ * Returns 0 on success, anything else on failure. */
+typedef int (*collx_oob_allgather_fn)(const void* send, void* recv, size_t bytes, void* ctx);
+
+typedef struct {
+  int rank;
+  int size;
+  collx_oob_allgather_fn allgather;
+  void* allgather_ctx;
+} collx_comm_params_t;
+
+COLLX_API const char* collx_strerror(collx_status_t status);
+COLLX_API const char* collx_last_error(void);
+COLLX_API const char* collx_version_string(void);
+COLLX_API const char* collx_dtype_name(collx_dtype_t dtype);
+COLLX_API const char* collx_op_name(collx_op_t op);
+COLLX_API size_t collx_dtype_size(collx_dtype_t dtype); /* 0 for an invalid dtype */
+
+/* Process-wide setup (UCX context and worker). Reference counted: each successful
+ * collx_init needs one collx_finalize. */
+COLLX_API collx_status_t collx_init(void);
+COLLX_API collx_status_t collx_finalize(void);
+
+/* Collective over the members: every rank calls it with the same size and its own rank.
+ * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG). */
+COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
+/* Waits for the communicator's outstanding requests (within the deadline), then frees it. */
+COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
+COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
+COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
+
+/* Blocking allreduce: returns when recvbuf holds the result on this rank. */
+COLLX_API collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                         collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
+
+/* Non-blocking allreduce: operations on one communicator run in order of posting, on a
+ * thread of the communicator. Buffers must stay untouched until the request completes. */
+COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,
+                                          collx_request_t* request);
+/* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
+ * operation's error (request freed too). */
+COLLX_API collx_status_t collx_test(collx_request_t* request);
+COLLX_API collx_status_t collx_wait(collx_request_t* request);
+
+/* Name of the algorithm the communicator would use for `bytes` bytes of host memory. */
+COLLX_API const char* collx_comm_algorithm(collx_comm_t comm, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLX_COLLX_H */

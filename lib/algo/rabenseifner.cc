@@ -1,0 +1,79 @@
+// Rabenseifner: reduce-scatter by recursive halving (each step exchanges half of the range
+// still in play with the rank that far away), then allgather by recursive doubling.
+// Cost: 2 lg p·α + 2n(p−1)/p·β + n(p−1)/p·γ, plus one fold exchange before and one after for a
+// non-power-of-two p. Best for medium messages. Each block is reduced by one rank only and
+// then copied, so every rank ends bitwise identical.
+#include "algo/algo.h"
+#include "algo/rank_math.h"
+
+namespace collx {
+
+Status allreduce_rabenseifner(const AllreduceArgs& a) {
+  Transport& t = a.t;
+  const int p = t.size(), r = t.rank();
+  const size_t es = a.red.elem_size;
+  const size_t bytes = a.count * es;
+  const Fold f = fold(r, p);
+  const int q = f.q, steps = log2_exact(q);
+  const uint32_t unfold_step = 1 + 2 * steps;
+  uint8_t* tmp = nullptr;
+  COLLX_TRY(a.scratch.get(bytes, &tmp));
+
+  const uint8_t* cur = a.send;
+  if (f.partner >= 0) {
+    if (!f.active) {
+      COLLX_TRY(t.isend(f.partner, 0, a.send, bytes));
+      COLLX_TRY(t.irecv(f.partner, unfold_step, a.recv, bytes));
+      return t.wait_all();
+    }
+    Handle h;
+    COLLX_TRY(t.irecv(f.partner, 0, tmp, bytes, &h));
+    COLLX_TRY(t.wait(h));
+    a.red(a.recv, tmp, a.send, a.count);
+    cur = a.recv;
+  }
+  const int v = f.new_rank;
+
+  // Reduce-scatter: v ends owning block v (of q blocks) fully reduced.
+  for (int k = 0; k < steps; ++k) {
+    const HalvingStep hs = halving_step(v, q, k);
+    const int peer = unfold(hs.partner, p);
+    const Range keep = blocks(a.count, q, hs.keep_lo, hs.keep_hi);
+    const Range give = blocks(a.count, q, hs.send_lo, hs.send_hi);
+    Handle h = 0;
+    if (keep.len > 0) COLLX_TRY(t.irecv(peer, 1 + k, tmp, keep.len * es, &h));
+    if (give.len > 0) COLLX_TRY(t.isend(peer, 1 + k, cur + give.begin * es, give.len * es));
+    if (keep.len > 0) {
+      COLLX_TRY(t.wait(h));
+      uint8_t* dst = a.recv + keep.begin * es;
+      const uint8_t* mine = cur + keep.begin * es;
+      if (v < hs.partner) {
+        a.red(dst, mine, tmp, keep.len);
+      } else {
+        a.red(dst, tmp, mine, keep.len);
+      }
+    }
+    cur = a.recv;  // the kept range now lives in recv; later steps only touch subranges of it
+  }
+  if (steps == 0 && cur != a.recv) std::memcpy(a.recv, cur, bytes);
+  COLLX_TRY(t.wait_all());  // the allgather overwrites ranges the sends above read
+
+  // Allgather: exchange ever larger ranges of finished blocks, straight into recv.
+  for (int k = 0; k < steps; ++k) {
+    const DoublingStep ds = doubling_step(v, k);
+    const int peer = unfold(ds.partner, p);
+    const Range mine = blocks(a.count, q, ds.mine_lo, ds.mine_lo + ds.len);
+    const Range theirs = blocks(a.count, q, ds.theirs_lo, ds.theirs_lo + ds.len);
+    const uint32_t step = 1 + steps + k;
+    if (theirs.len > 0) COLLX_TRY(t.irecv(peer, step, a.recv + theirs.begin * es, theirs.len * es));
+    if (mine.len > 0) COLLX_TRY(t.isend(peer, step, a.recv + mine.begin * es, mine.len * es));
+    COLLX_TRY(t.wait_all());
+  }
+  if (f.partner >= 0) {
+    COLLX_TRY(t.isend(f.partner, unfold_step, a.recv, bytes));
+    COLLX_TRY(t.wait_all());
+  }
+  return Status();
+}
+
+}  // namespace collx

@@ -1,0 +1,132 @@
+// Ring: reduce-scatter around the ring (p−1 steps; in step s rank r sends block r−s to r+1 and
+// reduces block r−s−1 arriving from r−1), then allgather around the ring (p−1 steps).
+// Cost: 2(p−1)α + 2n(p−1)/p·β + n(p−1)/p·γ — bandwidth-optimal for any p.
+//
+// Pipelined in segments: every block is cut into segments, each a message of its own. A
+// reduced segment is sent on at once (into the next reduce-scatter step, or, in the last one,
+// as the first allgather step) and a received allgather segment is forwarded at once, so sends,
+// receives and reductions of different segments overlap. Reduce-scatter receives land in a
+// window of kSlots scratch segments; allgather receives land in recv directly.
+//
+// The k-th message from r−1 to r carries step k (mod 2^16): both ends enumerate the same
+// sequence (reduce-scatter steps, then allgather steps, segments in order).
+#include "algo/algo.h"
+#include "algo/rank_math.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace collx {
+
+namespace {
+
+constexpr size_t kSlots = 4;
+
+struct Segments {
+  size_t count, p, seg;  // elements
+  size_t n(int b) const { return (block(count, p, b).len + seg - 1) / seg; }
+  Range get(int b, size_t c) const {
+    const Range blk = block(count, p, b);
+    const size_t off = c * seg;
+    return Range{blk.begin + off, std::min(seg, blk.len - off)};
+  }
+};
+
+}  // namespace
+
+Status allreduce_ring(const AllreduceArgs& a) {
+  Transport& t = a.t;
+  const int p = t.size(), r = t.rank();
+  const int right = mod(r + 1, p), left = mod(r - 1, p);
+  const size_t es = a.red.elem_size;
+  const Segments seg{a.count, static_cast<size_t>(p), std::max<size_t>(1, a.segment_bytes / es)};
+  const size_t seg_bytes = seg.seg * es;
+  uint8_t* slots = nullptr;
+  COLLX_TRY(a.scratch.get(kSlots * seg_bytes, &slots));
+
+  uint32_t sent = 0;  // message counters: they are the step tags
+  auto send_segment = [&](const uint8_t* base, int b, size_t c, Handle* h) {
+    const Range g = seg.get(b, c);
+    return t.isend(right, sent++, base + g.begin * es, g.len * es, h);
+  };
+
+  // Reduce-scatter receives, flattened over (step, segment), posted kSlots ahead.
+  const int rs_steps = p - 1;
+  size_t rs_total = 0;
+  for (int s = 0; s < rs_steps; ++s) rs_total += seg.n(ring_rs_recv_block(r, s, p));
+  uint32_t received = 0;
+  int post_s = 0;
+  size_t post_c = 0, posted = 0;
+  Handle rs_recv[kSlots] = {};
+  auto post_rs_recv = [&]() -> Status {
+    while (post_s < rs_steps && post_c >= seg.n(ring_rs_recv_block(r, post_s, p))) {
+      ++post_s;
+      post_c = 0;
+    }
+    const Range g = seg.get(ring_rs_recv_block(r, post_s, p), post_c++);
+    const size_t slot = posted++ % kSlots;
+    return t.irecv(left, received++, slots + slot * seg_bytes, g.len * es, &rs_recv[slot]);
+  };
+  while (posted < std::min(rs_total, kSlots)) COLLX_TRY(post_rs_recv());
+
+  // An allgather receive into block r−s must not start before the reduce-scatter send of that
+  // same block (step s) has left it. Sends of step s are the requests posted between
+  // send_first[s] and send_last[s]; anything else in that handle range is a reduce-scatter
+  // receive, complete by the allgather, so waiting the whole range is exact and cheap.
+  Handle send_first_small[64], send_last_small[64];
+  std::vector<Handle> send_big;
+  Handle* send_first = send_first_small;
+  Handle* send_last = send_last_small;
+  if (p > 64) {
+    send_big.resize(2 * static_cast<size_t>(p));
+    send_first = send_big.data();
+    send_last = send_big.data() + p;
+  }
+
+  for (size_t c = 0, n = seg.n(r); c < n; ++c) {
+    Handle h;
+    COLLX_TRY(send_segment(a.send, r, c, &h));
+    if (c == 0) send_first[0] = h;
+    send_last[0] = h;
+  }
+  size_t done = 0;
+  for (int s = 0; s < rs_steps; ++s) {
+    const int b = ring_rs_recv_block(r, s, p);
+    for (size_t c = 0, n = seg.n(b); c < n; ++c, ++done) {
+      const size_t slot = done % kSlots;
+      COLLX_TRY(t.wait(rs_recv[slot]));
+      const Range g = seg.get(b, c);
+      a.red(a.recv + g.begin * es, slots + slot * seg_bytes, a.send + g.begin * es, g.len);
+      if (posted < rs_total) COLLX_TRY(post_rs_recv());
+      // The reduced segment goes on: next reduce-scatter step, or allgather step 0.
+      Handle h;
+      COLLX_TRY(send_segment(a.recv, b, c, &h));
+      if (s + 1 < rs_steps) {
+        if (c == 0) send_first[s + 1] = h;
+        send_last[s + 1] = h;
+      }
+    }
+  }
+
+  // Allgather: receive block r−s into recv, forward each segment as it arrives.
+  for (int s = 0; s < rs_steps; ++s) {
+    const int b = ring_ag_recv_block(r, s, p);
+    const size_t n = seg.n(b);
+    if (n == 0) continue;
+    for (Handle h = send_first[s]; h <= send_last[s]; ++h) COLLX_TRY(t.wait(h));
+    Handle first = 0;
+    for (size_t c = 0; c < n; ++c) {
+      const Range g = seg.get(b, c);
+      Handle h;
+      COLLX_TRY(t.irecv(left, received++, a.recv + g.begin * es, g.len * es, &h));
+      if (c == 0) first = h;
+    }
+    for (size_t c = 0; c < n; ++c) {  // the receives above hold consecutive handles
+      COLLX_TRY(t.wait(first + static_cast<Handle>(c)));
+      if (s + 1 < rs_steps) COLLX_TRY(send_segment(a.recv, b, c, nullptr));
+    }
+  }
+  return t.wait_all();
+}
+
+}  // namespace collx

@@ -1,0 +1,230 @@
+// C ABI: argument validation, status + thread-local error text, handle registry.
+#include <sched.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
+#include "api/status.h"
+#include "core/comm.h"
+#include "core/context.h"
+
+using collx::Comm;
+using collx::Status;
+using collx::error;
+using collx::report;
+
+struct collx_comm {};  // opaque: a collx_comm_t is a collx::Comm*
+struct collx_request {};
+
+namespace {
+
+// Live communicators, so that a destroyed or foreign handle is an error, not a crash.
+std::mutex g_comms_mu;
+std::unordered_set<const Comm*>& live_comms() {
+  static auto* s = new std::unordered_set<const Comm*>();  // never destroyed: safe at exit
+  return *s;
+}
+
+Status to_comm(collx_comm_t handle, const char* fn, Comm** out) {
+  auto* c = reinterpret_cast<Comm*>(handle);
+  if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  std::lock_guard<std::mutex> g(g_comms_mu);
+  if (live_comms().count(c) == 0) {
+    return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
+                 static_cast<void*>(handle));
+  }
+  *out = c;
+  return Status();
+}
+
+const char* const kDtypeNames[] = {"int8",    "uint8",    "int16",   "uint16",
+                                   "int32",   "uint32",   "int64",   "uint64",
+                                   "float16", "bfloat16", "float32", "float64"};
+const size_t kDtypeSizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8};
+const char* const kOpNames[] = {"sum", "prod", "min", "max", "avg", "band", "bor", "bxor"};
+
+// Everything collx_allreduce and collx_iallreduce check before touching a byte.
+Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t dtype,
+                collx_op_t op, collx_comm_t handle, const char* fn, Comm** comm,
+                collx::AllreduceOp* out) {
+  COLLX_TRY(to_comm(handle, fn, comm));
+  collx::Reducer red;
+  COLLX_TRY(collx::make_reducer(dtype, op, &red));
+  if (count > SIZE_MAX / red.elem_size / 2) {
+    return error(COLLX_ERR_INVALID_ARG, "%s: count %zu of %s overflows the address space", fn,
+                 count, collx_dtype_name(dtype));
+  }
+  const bool in_place = sendbuf == COLLX_IN_PLACE || sendbuf == recvbuf;
+  const void* send = in_place ? recvbuf : sendbuf;
+  if (count > 0 && recvbuf == nullptr) {
+    return error(COLLX_ERR_INVALID_ARG, "%s: recvbuf is NULL with count %zu", fn, count);
+  }
+  if (count > 0 && send == nullptr) {
+    return error(COLLX_ERR_INVALID_ARG, "%s: sendbuf is NULL with count %zu", fn, count);
+  }
+  const size_t bytes = count * red.elem_size;
+  const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recvbuf);
+  if (!in_place && count > 0 && s < r + bytes && r < s + bytes) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: sendbuf and recvbuf overlap partially (%zu bytes apart, %zu bytes each); "
+                 "use COLLX_IN_PLACE for in-place",
+                 fn, s > r ? s - r : r - s, bytes);
+  }
+  *out = collx::AllreduceOp{send, recvbuf, count, red};
+  return Status();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* collx_strerror(collx_status_t status) {
+  switch (status) {
+    case COLLX_SUCCESS: return "success";
+    case COLLX_IN_PROGRESS: return "in progress";
+    case COLLX_ERR_INVALID_ARG: return "invalid argument";
+    case COLLX_ERR_UNSUPPORTED: return "unsupported";
+    case COLLX_ERR_NO_MEMORY: return "out of memory";
+    case COLLX_ERR_TRANSPORT: return "transport error";
+    case COLLX_ERR_PEER_FAILED: return "peer failed";
+    case COLLX_ERR_TIMEOUT: return "timed out";
+    case COLLX_ERR_MISMATCH: return "ranks disagree on the call";
+    case COLLX_ERR_NOT_INITIALIZED: return "not initialized";
+    case COLLX_ERR_CONFIG: return "bad configuration";
+    case COLLX_ERR_COMM_FAILED: return "communicator failed earlier";
+    case COLLX_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* collx_version_string(void) {
+  return "libcollx 0.1.0";
+}
+
+const char* collx_dtype_name(collx_dtype_t dtype) {
+  const auto i = static_cast<unsigned>(dtype);
+  return i < COLLX_DTYPE_COUNT ? kDtypeNames[i] : "invalid-dtype";
+}
+
+size_t collx_dtype_size(collx_dtype_t dtype) {
+  const auto i = static_cast<unsigned>(dtype);
+  return i < COLLX_DTYPE_COUNT ? kDtypeSizes[i] : 0;
+}
+
+const char* collx_op_name(collx_op_t op) {
+  const auto i = static_cast<unsigned>(op);
+  return i < COLLX_OP_COUNT ? kOpNames[i] : "invalid-op";
+}
+
+collx_status_t collx_init(void) { return report(collx::Context::init()); }
+
+collx_status_t collx_finalize(void) { return report(collx::Context::finalize()); }
+
+collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm) {
+  if (comm == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: comm is NULL"));
+  *comm = nullptr;
+  if (params == nullptr) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: params is NULL"));
+  }
+  if (params->size < 1 || params->rank < 0 || params->rank >= params->size) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: rank %d / size %d is invalid",
+                        params->rank, params->size));
+  }
+  if (params->allgather == nullptr) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: allgather callback is NULL"));
+  }
+  Comm* c = nullptr;
+  Status st = Comm::create(*params, &c);
+  if (st.ok()) {
+    std::lock_guard<std::mutex> g(g_comms_mu);
+    live_comms().insert(c);
+    *comm = reinterpret_cast<collx_comm_t>(c);
+  }
+  return report(st);
+}
+
+collx_status_t collx_comm_destroy(collx_comm_t handle) {
+  Comm* c = nullptr;
+  Status st = to_comm(handle, "collx_comm_destroy", &c);
+  if (!st.ok()) return report(st);
+  {
+    std::lock_guard<std::mutex> g(g_comms_mu);
+    live_comms().erase(c);
+  }
+  delete c;
+  return report(Status());
+}
+
+collx_status_t collx_comm_rank(collx_comm_t handle, int* rank) {
+  Comm* c = nullptr;
+  Status st = to_comm(handle, "collx_comm_rank", &c);
+  if (st.ok() && rank == nullptr) st = error(COLLX_ERR_INVALID_ARG, "collx_comm_rank: rank is NULL");
+  if (st.ok()) *rank = c->rank();
+  return report(st);
+}
+
+collx_status_t collx_comm_size(collx_comm_t handle, int* size) {
+  Comm* c = nullptr;
+  Status st = to_comm(handle, "collx_comm_size", &c);
+  if (st.ok() && size == nullptr) st = error(COLLX_ERR_INVALID_ARG, "collx_comm_size: size is NULL");
+  if (st.ok()) *size = c->size();
+  return report(st);
+}
+
+collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                               collx_dtype_t dtype, collx_op_t op, collx_comm_t handle) {
+  Comm* c = nullptr;
+  collx::AllreduceOp a;
+  Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce", &c, &a);
+  if (st.ok()) st = c->allreduce(a);
+  return report(st);
+}
+
+collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                collx_dtype_t dtype, collx_op_t op, collx_comm_t handle,
+                                collx_request_t* request) {
+  if (request == nullptr) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_iallreduce: request is NULL"));
+  }
+  *request = nullptr;
+  Comm* c = nullptr;
+  collx::AllreduceOp a;
+  Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_iallreduce", &c, &a);
+  collx::Request* r = nullptr;
+  if (st.ok()) st = c->iallreduce(a, &r);
+  if (st.ok()) *request = reinterpret_cast<collx_request_t>(r);
+  return report(st);
+}
+
+collx_status_t collx_test(collx_request_t* request) {
+  if (request == nullptr || *request == nullptr) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_test: request is NULL"));
+  }
+  auto* r = reinterpret_cast<collx::Request*>(*request);
+  if (!r->done.load(std::memory_order_acquire)) return COLLX_IN_PROGRESS;
+  Status st = std::move(r->result);
+  delete r;
+  *request = nullptr;
+  return report(st);
+}
+
+collx_status_t collx_wait(collx_request_t* request) {
+  if (request == nullptr || *request == nullptr) {
+    return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
+  }
+  auto* r = reinterpret_cast<collx::Request*>(*request);
+  // The operation itself is bounded by its deadline; spin briefly, then yield the core.
+  for (int spins = 0; !r->done.load(std::memory_order_acquire); ++spins) {
+    if (spins > 100) sched_yield();
+  }
+  return collx_test(request);
+}
+
+const char* collx_comm_algorithm(collx_comm_t handle, size_t bytes) {
+  Comm* c = nullptr;
+  if (!to_comm(handle, "collx_comm_algorithm", &c).ok()) return nullptr;
+  return collx::algo_name(c->selection().pick(bytes));
+}
+
+}  // extern "C"

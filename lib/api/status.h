@@ -1,0 +1,42 @@
+// Errors are values: a code plus a message that names the argument, rank, peer or step.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "collx/collx.h"
+
+namespace collx {
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(collx_status_t code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  bool ok() const { return code_ == COLLX_SUCCESS; }
+  collx_status_t code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  collx_status_t code_ = COLLX_SUCCESS;
+  std::string message_;
+};
+
+// printf-style message builder for the error path only.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+template <typename... Args>
+Status error(collx_status_t code, const char* fmt, Args... args) {
+  return Status(code, format(fmt, args...));
+}
+
+// Sets the calling thread's collx_last_error() text and returns the code.
+collx_status_t report(const Status& s);
+
+}  // namespace collx
+
+#define COLLX_TRY(expr)             \
+  do {                              \
+    ::collx::Status _st = (expr);   \
+    if (!_st.ok()) return _st;      \
+  } while (0)

@@ -1,0 +1,182 @@
+#include "core/comm.h"
+
+#include <sched.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/context.h"
+#include "transport/ucx.h"
+
+namespace collx {
+
+namespace {
+
+constexpr uint64_t kBootMagic = 0x31544f4258434c43ull;  // "CLCXBOT1"
+constexpr uint32_t kMaxAddress = 1 << 16;
+
+struct BootHeader {
+  uint64_t magic;
+  int32_t rank;
+  int32_t size;
+  uint32_t comm_id;
+  uint32_t addr_len;
+};
+
+Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv, size_t bytes,
+                     const char* what) {
+  const int rc = p.allgather(send, recv, bytes, p.allgather_ctx);
+  if (rc != 0) {
+    return error(COLLX_ERR_TRANSPORT, "rank %d: out-of-band allgather of the %s failed (%d)",
+                 p.rank, what, rc);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection)
+    : transport_(std::move(transport)), config_(config), selection_(std::move(selection)) {}
+
+Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out) {
+  Selection sel;
+  COLLX_TRY(make_selection(config, transport->size(), &sel));
+  *out = new Comm(std::move(transport), config, std::move(sel));
+  return Status();
+}
+
+Status Comm::create(const collx_comm_params_t& p, Comm** out) {
+  Context* ctx = Context::get();
+  if (ctx == nullptr) {
+    return error(COLLX_ERR_NOT_INITIALIZED, "collx_comm_create called before collx_init");
+  }
+  Config config;
+  COLLX_TRY(load_config(&config));
+  Selection sel;
+  COLLX_TRY(make_selection(config, p.size, &sel));
+
+  // Round 1: fixed-size headers (identity, proposed communicator id, address length).
+  const std::vector<uint8_t>& my_addr = ctx->worker().address();
+  BootHeader mine{kBootMagic, p.rank, p.size, ctx->propose_comm_id(),
+                  static_cast<uint32_t>(my_addr.size())};
+  std::vector<BootHeader> all(static_cast<size_t>(p.size));
+  COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
+  uint32_t comm_id = 0, max_len = 0;
+  for (int i = 0; i < p.size; ++i) {
+    const BootHeader& h = all[i];
+    if (h.magic != kBootMagic || h.rank != i || h.size != p.size || h.addr_len == 0 ||
+        h.addr_len > kMaxAddress || h.comm_id > 0xffff) {
+      return error(COLLX_ERR_MISMATCH,
+                   "rank %d: bootstrap data from rank %d is inconsistent (rank %d, size %d, "
+                   "address length %u); are all ranks calling collx_comm_create with the same "
+                   "size and distinct ranks?",
+                   p.rank, i, h.rank, h.size, h.addr_len);
+    }
+    comm_id = std::max(comm_id, h.comm_id);
+    max_len = std::max(max_len, h.addr_len);
+  }
+  if (comm_id > 0xffff) return error(COLLX_ERR_INTERNAL, "communicator ids exhausted");
+
+  // Round 2: worker addresses, padded to the longest.
+  std::vector<uint8_t> padded(max_len, 0), addr_all(static_cast<size_t>(max_len) * p.size);
+  std::memcpy(padded.data(), my_addr.data(), my_addr.size());
+  COLLX_TRY(oob_allgather(p, padded.data(), addr_all.data(), max_len, "worker addresses"));
+  std::vector<std::vector<uint8_t>> addrs(static_cast<size_t>(p.size));
+  for (int i = 0; i < p.size; ++i) {
+    const uint8_t* a = addr_all.data() + static_cast<size_t>(i) * max_len;
+    addrs[i].assign(a, a + all[i].addr_len);
+  }
+  ctx->commit_comm_id(static_cast<uint16_t>(comm_id));
+
+  UcxTransport* t = nullptr;
+  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, static_cast<uint16_t>(comm_id),
+                                 addrs, config.timeout_s, &t));
+  Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
+  c->context_ = ctx;
+  ctx->live_comms.fetch_add(1);
+  *out = c;
+  return Status();
+}
+
+Comm::~Comm() {
+  drain();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  transport_.reset();
+  if (context_ != nullptr) context_->live_comms.fetch_sub(1);
+}
+
+Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
+  if (!failed_.ok()) {
+    return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
+                 failed_.message().c_str());
+  }
+  const int p = size();
+  const auto* send = static_cast<const uint8_t*>(op.send);
+  auto* recv = static_cast<uint8_t*>(op.recv);
+  const size_t bytes = op.count * op.red.elem_size;
+  if (op.count == 0) return Status();
+  if (p == 1) {
+    if (send != recv) std::memcpy(recv, send, bytes);
+    return Status();
+  }
+  transport_->begin_op(seq, config_.timeout_s, config_.spin);
+  const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
+                           scratch_,    config_.ring_segment};
+  Status st = transport_->end_op(run_allreduce(selection_.pick(bytes), args));
+  if (!st.ok()) {
+    failed_ = st;
+    return st;
+  }
+  if (op.red.finalize != nullptr) op.red.finalize(recv, op.count, p);
+  return st;
+}
+
+void Comm::drain() {
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins > 100) sched_yield();
+  }
+}
+
+Status Comm::allreduce(const AllreduceOp& op) {
+  drain();
+  return execute(op, next_seq_++);
+}
+
+Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
+  auto* req = new (std::nothrow) Request();
+  if (req == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory posting an iallreduce");
+  req->op = op;
+  req->seq = next_seq_++;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!worker_.joinable()) worker_ = std::thread(&Comm::worker_main, this);
+    queue_.push_back(req);
+    pending_.fetch_add(1, std::memory_order_relaxed);
+  }
+  cv_.notify_one();
+  *out = req;
+  return Status();
+}
+
+void Comm::worker_main() {
+  for (;;) {
+    Request* req;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      req = queue_.front();
+      queue_.pop_front();
+    }
+    req->result = execute(req->op, req->seq);
+    req->done.store(true, std::memory_order_release);
+    pending_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+}  // namespace collx

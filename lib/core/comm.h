@@ -1,0 +1,76 @@
+// A communicator: its ranks, its transport (endpoints to every peer), the selection table in
+// force, the sequence number of the next collective and the scratch space. Blocking calls run
+// in the caller's thread; non-blocking calls run, in order of posting, on a thread of the
+// communicator started on first use. A blocking call first waits for earlier non-blocking ones.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "algo/algo.h"
+#include "api/status.h"
+#include "core/config.h"
+#include "select/select.h"
+#include "transport/transport.h"
+
+namespace collx {
+
+class Context;
+
+struct AllreduceOp {
+  const void* send;  // equals recv for in-place (COLLX_IN_PLACE already resolved)
+  void* recv;
+  size_t count;
+  Reducer red;
+};
+
+struct Request {
+  AllreduceOp op;
+  uint32_t seq = 0;
+  std::atomic<bool> done{false};
+  Status result;
+};
+
+class Comm {
+ public:
+  // Bootstraps over UCX through the user's out-of-band allgather.
+  static Status create(const collx_comm_params_t& params, Comm** out);
+  // Over a transport built by the caller (the in-process transport of the tests).
+  static Status create(std::unique_ptr<Transport> transport, const Config& config, Comm** out);
+  ~Comm();
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  const Selection& selection() const { return selection_; }
+
+  Status allreduce(const AllreduceOp& op);
+  Status iallreduce(const AllreduceOp& op, Request** out);
+  // Waits for every posted operation (each bounded by its own deadline).
+  void drain();
+
+ private:
+  Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
+  Status execute(const AllreduceOp& op, uint32_t seq);
+  void worker_main();
+
+  std::unique_ptr<Transport> transport_;
+  Context* context_ = nullptr;  // set for UCX communicators (counts live communicators)
+  Config config_;
+  Selection selection_;
+  Scratch scratch_;
+  uint32_t next_seq_ = 0;
+  Status failed_;  // first error; afterwards every call fails fast
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Request*> queue_;
+  std::atomic<int> pending_{0};
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace collx

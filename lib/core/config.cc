@@ -1,0 +1,115 @@
+#include "core/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace collx {
+
+namespace {
+
+const ConfigRow kRows[] = {
+    {"COLLX_TIMEOUT", "seconds", "300",
+     "Deadline of every wait inside a collective; on expiry the call returns COLLX_ERR_TIMEOUT "
+     "naming the peer and step."},
+    {"COLLX_ALLREDUCE_ALGO", "name", "auto",
+     "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
+     "ring."},
+    {"COLLX_TUNE", "ranges", "",
+     "Override the size-based selection, e.g. "
+     "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
+     "must cover 0-inf without gaps or overlaps)."},
+    {"COLLX_RING_SEGMENT", "bytes", "64K",
+     "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
+     "that sends, receives and reductions overlap."},
+    {"COLLX_SPIN", "count", "200",
+     "Progress rounds a waiting rank busy-polls before it starts yielding its core between "
+     "rounds."},
+    {nullptr, nullptr, nullptr, nullptr},
+};
+
+Status bad(const char* name, std::string_view value, const char* expected) {
+  return error(COLLX_ERR_CONFIG, "%s=%.*s is invalid: expected %s", name,
+               static_cast<int>(value.size()), value.data(), expected);
+}
+
+}  // namespace
+
+const ConfigRow* config_rows() { return kRows; }
+
+bool parse_bytes(std::string_view s, size_t* out) {
+  if (s.empty()) return false;
+  size_t mult = 1;
+  switch (s.back()) {
+    case 'k': case 'K': mult = size_t{1} << 10; break;
+    case 'm': case 'M': mult = size_t{1} << 20; break;
+    case 'g': case 'G': mult = size_t{1} << 30; break;
+    default: break;
+  }
+  if (mult != 1) s.remove_suffix(1);
+  if (s.empty() || s.size() > 19) return false;
+  size_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<size_t>(c - '0');
+  }
+  if (v != 0 && mult > SIZE_MAX / v) return false;
+  *out = v * mult;
+  return true;
+}
+
+Status load_config(Config* out, char** env) {
+  if (env == nullptr) env = environ;
+  Config c;
+  std::string values[sizeof kRows / sizeof kRows[0]];
+  bool set[sizeof kRows / sizeof kRows[0]] = {};
+  for (char** e = env; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, "COLLX_", 6) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    const std::string_view name(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+    size_t i = 0;
+    while (kRows[i].name != nullptr && name != kRows[i].name) ++i;
+    if (kRows[i].name == nullptr) {
+      return error(COLLX_ERR_CONFIG,
+                   "unknown configuration variable %.*s (collx_info --config lists them)",
+                   static_cast<int>(name.size()), name.data());
+    }
+    values[i] = eq ? eq + 1 : "";
+    set[i] = true;
+  }
+  for (size_t i = 0; kRows[i].name != nullptr; ++i) {
+    const ConfigRow& row = kRows[i];
+    const std::string v = set[i] ? values[i] : row.default_value;
+    const std::string_view name = row.name;
+    if (name == "COLLX_TIMEOUT") {
+      char* end = nullptr;
+      errno = 0;
+      const double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || errno != 0 || !(d > 0) || !std::isfinite(d)) {
+        return bad(row.name, v, "a positive number of seconds");
+      }
+      c.timeout_s = d;
+    } else if (name == "COLLX_ALLREDUCE_ALGO") {
+      c.algo = v;  // validated by the selection layer, which knows the names
+    } else if (name == "COLLX_TUNE") {
+      c.tune = v;
+    } else if (name == "COLLX_RING_SEGMENT") {
+      if (!parse_bytes(v, &c.ring_segment) || c.ring_segment == 0) {
+        return bad(row.name, v, "a positive size such as 65536 or 64K");
+      }
+    } else if (name == "COLLX_SPIN") {
+      size_t n = 0;
+      if (!parse_bytes(v, &n) || n > 1000000000) {
+        return bad(row.name, v, "a count between 0 and 1e9");
+      }
+      c.spin = static_cast<int>(n);
+    }
+  }
+  *out = std::move(c);
+  return Status();
+}
+
+}  // namespace collx

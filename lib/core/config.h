@@ -1,0 +1,38 @@
+// The configuration table: every COLLX_* variable is one row. Parsing, validation, the error
+// for an unknown COLLX_* name, the README's table and `collx_info --config` all come from it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "api/status.h"
+
+namespace collx {
+
+struct ConfigRow {
+  const char* name;
+  const char* type;  // "seconds", "bytes", "count", "name", "ranges", "bool"
+  const char* default_value;
+  const char* doc;
+};
+
+// All rows, terminated by a row with a null name.
+const ConfigRow* config_rows();
+
+struct Config {
+  double timeout_s = 300;
+  std::string algo = "auto";
+  std::string tune;
+  size_t ring_segment = 0;
+  int spin = 0;
+};
+
+// Reads the COLLX_* variables of `env` (an environ-style array; the process environment when
+// null). Unknown names and malformed values are COLLX_ERR_CONFIG naming the variable and value.
+Status load_config(Config* out, char** env = nullptr);
+
+// "4096", "4K", "512k", "1M", "2G" (powers of 1024). False if malformed or overflowing.
+bool parse_bytes(std::string_view s, size_t* out);
+
+}  // namespace collx

@@ -1,0 +1,53 @@
+#include "core/context.h"
+
+#include <mutex>
+
+namespace collx {
+
+namespace {
+std::mutex g_mu;
+Context* g_context = nullptr;  // written under g_mu; read by every call
+}  // namespace
+
+Status Context::init() {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_context != nullptr) {
+    ++g_context->refs_;
+    return Status();
+  }
+  auto* c = new (std::nothrow) Context();
+  if (c == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory in collx_init");
+  UcxWorker* w = nullptr;
+  Status st = UcxWorker::create(&w);
+  if (!st.ok()) {
+    delete c;
+    return st;
+  }
+  c->worker_.reset(w);
+  c->refs_ = 1;
+  __atomic_store_n(&g_context, c, __ATOMIC_RELEASE);
+  return Status();
+}
+
+Status Context::finalize() {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_context == nullptr) {
+    return error(COLLX_ERR_NOT_INITIALIZED, "collx_finalize called without collx_init");
+  }
+  if (g_context->refs_ > 1) {
+    --g_context->refs_;
+    return Status();
+  }
+  if (int n = g_context->live_comms.load(); n > 0) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "collx_finalize: %d communicator(s) still exist; destroy them first", n);
+  }
+  Context* c = g_context;
+  __atomic_store_n(&g_context, nullptr, __ATOMIC_RELEASE);
+  delete c;
+  return Status();
+}
+
+Context* Context::get() { return __atomic_load_n(&g_context, __ATOMIC_ACQUIRE); }
+
+}  // namespace collx

@@ -1,0 +1,61 @@
+// float16 and bfloat16 <-> float, round-to-nearest-even, branch-light so loops vectorise.
+// NaN converts to the canonical quiet NaN of the narrow type (the payload is not kept).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace collx {
+
+struct Float16 {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+inline float to_float(Float16 h) {
+  // F. Giesen's magic-number conversion: exact for normals, subnormals, inf and NaN.
+  uint32_t u = static_cast<uint32_t>(h.bits & 0x7fffu) << 13;
+  const uint32_t exp = u & (0x7c00u << 13);
+  u += (127u - 15u) << 23;
+  if (exp == (0x7c00u << 13)) {
+    u += (128u - 16u) << 23;  // inf / NaN
+  } else if (exp == 0) {
+    u += 1u << 23;  // zero / subnormal: renormalise through a float subtraction
+    u = std::bit_cast<uint32_t>(std::bit_cast<float>(u) - std::bit_cast<float>(113u << 23));
+  }
+  u |= static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  return std::bit_cast<float>(u);
+}
+
+inline Float16 to_float16(float value) {
+  uint32_t f = std::bit_cast<uint32_t>(value);
+  const uint32_t sign = f & 0x80000000u;
+  f ^= sign;
+  uint32_t o;
+  if (f >= ((127u + 16u) << 23)) {
+    o = f > (255u << 23) ? 0x7e00u : 0x7c00u;  // NaN -> qNaN, too large -> inf
+  } else if (f < (113u << 23)) {
+    // Subnormal or zero: let the FPU round (RNE) by adding a magic number.
+    const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    o = std::bit_cast<uint32_t>(std::bit_cast<float>(f) + std::bit_cast<float>(magic)) - magic;
+  } else {
+    const uint32_t mant_odd = (f >> 13) & 1u;
+    f += ((15u - 127u) << 23) + 0xfffu + mant_odd;
+    o = f >> 13;
+  }
+  return Float16{static_cast<uint16_t>(o | (sign >> 16))};
+}
+
+inline float to_float(BFloat16 h) { return std::bit_cast<float>(static_cast<uint32_t>(h.bits) << 16); }
+
+inline BFloat16 to_bfloat16(float value) {
+  const uint32_t f = std::bit_cast<uint32_t>(value);
+  if ((f & 0x7fffffffu) > 0x7f800000u) {
+    return BFloat16{static_cast<uint16_t>((f >> 16) | 0x40u)};  // quiet the NaN, keep its sign
+  }
+  return BFloat16{static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+}
+
+}  // namespace collx

@@ -1,0 +1,175 @@
+#include "reduce/reduce.h"
+
+#include <cstdint>
+#include <type_traits>
+
+#include "reduce/half.h"
+
+namespace collx {
+namespace {
+
+// Integer arithmetic is done on unsigned types (at least unsigned int, so that 16-bit
+// multiplication cannot overflow a promoted int): wraparound, no undefined behaviour.
+template <typename T>
+using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+struct Sum {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(Wide<T>(a) + Wide<T>(b));
+    else return a + b;
+  }
+};
+struct Prod {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(Wide<T>(a) * Wide<T>(b));
+    else return a * b;
+  }
+};
+// NaN-propagating: NaN if either input is NaN (b's NaN if both are, b being the later group).
+struct Min {
+  template <typename T>
+  static T apply(T a, T b) {
+    T r = b < a ? b : a;
+    if constexpr (std::is_floating_point_v<T>) r = (b != b) ? b : r;
+    return r;
+  }
+};
+struct Max {
+  template <typename T>
+  static T apply(T a, T b) {
+    T r = b > a ? b : a;
+    if constexpr (std::is_floating_point_v<T>) r = (b != b) ? b : r;
+    return r;
+  }
+};
+struct Band {
+  template <typename T>
+  static T apply(T a, T b) { return a & b; }
+};
+struct Bor {
+  template <typename T>
+  static T apply(T a, T b) { return a | b; }
+};
+struct Bxor {
+  template <typename T>
+  static T apply(T a, T b) { return a ^ b; }
+};
+
+// ivdep: dst may equal a or b, which is safe element by element; without it GCC would add an
+// overlap check that fails for in-place use and falls back to scalar code.
+template <typename T, typename Op>
+void kernel(void* dst, const void* a, const void* b, size_t n) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) d[i] = Op::apply(x[i], y[i]);
+}
+
+// float16/bfloat16: widen to float, operate, round back (RNE) after every pairwise step.
+template <typename H, typename Op>
+void half_kernel(void* dst, const void* a, const void* b, size_t n) {
+  H* d = static_cast<H*>(dst);
+  const H* x = static_cast<const H*>(a);
+  const H* y = static_cast<const H*>(b);
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) {
+    const float r = Op::apply(to_float(x[i]), to_float(y[i]));
+    if constexpr (std::is_same_v<H, Float16>) d[i] = to_float16(r);
+    else d[i] = to_bfloat16(r);
+  }
+}
+
+template <typename T>
+void divide(void* buf, size_t n, int ranks) {
+  T* d = static_cast<T*>(buf);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    const float p = static_cast<float>(ranks);
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, Float16>) d[i] = to_float16(to_float(d[i]) / p);
+      else d[i] = to_bfloat16(to_float(d[i]) / p);
+    }
+  } else {
+    const T p = static_cast<T>(ranks);
+    for (size_t i = 0; i < n; ++i) d[i] = d[i] / p;
+  }
+}
+
+template <typename T>
+ReduceFn pick(collx_op_t op) {
+  constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+  if constexpr (kHalf) {
+    switch (op) {
+      case COLLX_SUM: case COLLX_AVG: return half_kernel<T, Sum>;
+      case COLLX_PROD: return half_kernel<T, Prod>;
+      case COLLX_MIN: return half_kernel<T, Min>;
+      case COLLX_MAX: return half_kernel<T, Max>;
+      default: return nullptr;
+    }
+  } else {
+    switch (op) {
+      case COLLX_SUM: return kernel<T, Sum>;
+      case COLLX_PROD: return kernel<T, Prod>;
+      case COLLX_MIN: return kernel<T, Min>;
+      case COLLX_MAX: return kernel<T, Max>;
+      case COLLX_AVG:
+        if constexpr (std::is_floating_point_v<T>) return kernel<T, Sum>;
+        else return nullptr;
+      case COLLX_BAND:
+        if constexpr (std::is_integral_v<T>) return kernel<T, Band>;
+        else return nullptr;
+      case COLLX_BOR:
+        if constexpr (std::is_integral_v<T>) return kernel<T, Bor>;
+        else return nullptr;
+      case COLLX_BXOR:
+        if constexpr (std::is_integral_v<T>) return kernel<T, Bxor>;
+        else return nullptr;
+      default: return nullptr;
+    }
+  }
+}
+
+template <typename T>
+Reducer make(collx_op_t op) {
+  Reducer r;
+  r.reduce = pick<T>(op);
+  r.elem_size = sizeof(T);
+  if (op == COLLX_AVG) {
+    if constexpr (!std::is_integral_v<T>) r.finalize = divide<T>;
+  }
+  return r;
+}
+
+}  // namespace
+
+Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out) {
+  if (static_cast<unsigned>(op) >= COLLX_OP_COUNT) {
+    return error(COLLX_ERR_INVALID_ARG, "invalid op %d", static_cast<int>(op));
+  }
+  Reducer r;
+  switch (dtype) {
+    case COLLX_INT8: r = make<int8_t>(op); break;
+    case COLLX_UINT8: r = make<uint8_t>(op); break;
+    case COLLX_INT16: r = make<int16_t>(op); break;
+    case COLLX_UINT16: r = make<uint16_t>(op); break;
+    case COLLX_INT32: r = make<int32_t>(op); break;
+    case COLLX_UINT32: r = make<uint32_t>(op); break;
+    case COLLX_INT64: r = make<int64_t>(op); break;
+    case COLLX_UINT64: r = make<uint64_t>(op); break;
+    case COLLX_FLOAT16: r = make<Float16>(op); break;
+    case COLLX_BFLOAT16: r = make<BFloat16>(op); break;
+    case COLLX_FLOAT32: r = make<float>(op); break;
+    case COLLX_FLOAT64: r = make<double>(op); break;
+    default: return error(COLLX_ERR_INVALID_ARG, "invalid dtype %d", static_cast<int>(dtype));
+  }
+  if (r.reduce == nullptr) {
+    return error(COLLX_ERR_UNSUPPORTED, "op %s is not defined for dtype %s", collx_op_name(op),
+                 collx_dtype_name(dtype));
+  }
+  *out = r;
+  return Status();
+}
+
+}  // namespace collx

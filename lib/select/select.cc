@@ -1,0 +1,128 @@
+#include "select/select.h"
+
+#include <algorithm>
+
+namespace collx {
+
+namespace {
+constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring"};
+
+std::string size_string(size_t b) {
+  if (b == kInf) return "inf";
+  if (b != 0 && b % (size_t{1} << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b != 0 && b % (size_t{1} << 20) == 0) return std::to_string(b >> 20) + "M";
+  if (b != 0 && b % (size_t{1} << 10) == 0) return std::to_string(b >> 10) + "K";
+  return std::to_string(b);
+}
+
+Status bad_token(std::string_view token, const char* why) {
+  return error(COLLX_ERR_CONFIG, "COLLX_TUNE: bad token '%.*s': %s", static_cast<int>(token.size()),
+               token.data(), why);
+}
+}  // namespace
+
+const char* algo_name(Algo a) {
+  const auto i = static_cast<size_t>(a);
+  return i < static_cast<size_t>(Algo::kCount) ? kNames[i] : "unknown";
+}
+
+bool algo_from_name(std::string_view name, Algo* out) {
+  for (size_t i = 0; i < static_cast<size_t>(Algo::kCount); ++i) {
+    if (name == kNames[i]) {
+      *out = static_cast<Algo>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Selection::to_string() const {
+  std::string s;
+  for (const SelectRange& r : ranges) {
+    if (!s.empty()) s += ',';
+    s += size_string(r.lo) + "-" + size_string(r.hi) + ":" + algo_name(r.algo);
+  }
+  return s;
+}
+
+Status parse_tune(std::string_view s, Selection* out) {
+  Selection sel;
+  if (s.empty()) return bad_token(s, "empty string");
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string_view::npos) comma = s.size();
+    const std::string_view token = s.substr(pos, comma - pos);
+    pos = comma + 1;
+    const size_t colon = token.find(':');
+    const size_t dash = token.find('-');
+    if (colon == std::string_view::npos || dash == std::string_view::npos || dash > colon) {
+      return bad_token(token, "expected LO-HI:ALGORITHM");
+    }
+    SelectRange r{};
+    const std::string_view lo = token.substr(0, dash), hi = token.substr(dash + 1, colon - dash - 1);
+    if (!parse_bytes(lo, &r.lo)) return bad_token(token, "bad lower bound");
+    if (hi == "inf") {
+      r.hi = kInf;
+    } else if (!parse_bytes(hi, &r.hi)) {
+      return bad_token(token, "bad upper bound (a size such as 512K, or inf)");
+    }
+    if (r.hi <= r.lo) return bad_token(token, "empty range (upper bound not above lower bound)");
+    if (!algo_from_name(token.substr(colon + 1), &r.algo)) {
+      return bad_token(token, "unknown algorithm (recursive_doubling, rabenseifner, ring)");
+    }
+    sel.ranges.push_back(r);
+  }
+  std::stable_sort(sel.ranges.begin(), sel.ranges.end(),
+                   [](const SelectRange& a, const SelectRange& b) { return a.lo < b.lo; });
+  size_t expect = 0;
+  for (const SelectRange& r : sel.ranges) {
+    const std::string tok = size_string(r.lo) + "-" + size_string(r.hi) + ":" + algo_name(r.algo);
+    if (r.lo < expect) return bad_token(tok, "overlaps the range before it");
+    if (r.lo > expect) {
+      return error(COLLX_ERR_CONFIG, "COLLX_TUNE: missing range %s-%s before '%s'",
+                   size_string(expect).c_str(), size_string(r.lo).c_str(), tok.c_str());
+    }
+    expect = r.hi;
+  }
+  if (expect != kInf) {
+    return error(COLLX_ERR_CONFIG, "COLLX_TUNE: missing range %s-inf at the end",
+                 size_string(expect).c_str());
+  }
+  *out = std::move(sel);
+  return Status();
+}
+
+Selection default_selection(int comm_size) {
+  // Measured on the 2-core development machine with 2 ranks (docs/PERFORMANCE.md). Larger
+  // communicators keep the textbook shape: latency-bound below 8K, Rabenseifner while its
+  // 2 lg p messages are cheaper than the ring's 2(p-1), ring for the largest messages.
+  Selection sel;
+  if (comm_size <= 2) {
+    sel.ranges = {{0, 16 << 10, Algo::kRecursiveDoubling}, {16 << 10, kInf, Algo::kRing}};
+  } else {
+    sel.ranges = {{0, 8 << 10, Algo::kRecursiveDoubling},
+                  {8 << 10, 1 << 20, Algo::kRabenseifner},
+                  {1 << 20, kInf, Algo::kRing}};
+  }
+  return sel;
+}
+
+Status make_selection(const Config& config, int comm_size, Selection* out) {
+  Selection sel = default_selection(comm_size);
+  if (!config.tune.empty()) COLLX_TRY(parse_tune(config.tune, &sel));
+  if (config.algo != "auto") {
+    Algo a;
+    if (!algo_from_name(config.algo, &a)) {
+      return error(COLLX_ERR_CONFIG,
+                   "COLLX_ALLREDUCE_ALGO=%s is not an algorithm (auto, recursive_doubling, "
+                   "rabenseifner, ring)",
+                   config.algo.c_str());
+    }
+    sel.ranges = {{0, kInf, a}};
+  }
+  *out = std::move(sel);
+  return Status();
+}
+
+}  // namespace collx

@@ -1,0 +1,51 @@
+// Selection: (message bytes, communicator size) -> allreduce algorithm, as one table of
+// half-open byte ranges. Defaults are measured (docs/PERFORMANCE.md); COLLX_TUNE replaces the
+// ranges and COLLX_ALLREDUCE_ALGO forces one algorithm for every size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/status.h"
+#include "core/config.h"
+
+namespace collx {
+
+enum class Algo : uint8_t { kRecursiveDoubling, kRabenseifner, kRing, kCount };
+
+const char* algo_name(Algo a);
+bool algo_from_name(std::string_view name, Algo* out);
+
+constexpr size_t kInf = SIZE_MAX;
+
+struct SelectRange {
+  size_t lo;  // inclusive
+  size_t hi;  // exclusive; kInf for no upper bound
+  Algo algo;
+};
+
+struct Selection {
+  std::vector<SelectRange> ranges;  // sorted, contiguous, covering [0, inf)
+
+  Algo pick(size_t bytes) const {
+    for (const SelectRange& r : ranges) {
+      if (bytes < r.hi) return r.algo;
+    }
+    return ranges.back().algo;
+  }
+  std::string to_string() const;  // in COLLX_TUNE syntax
+};
+
+// Parses a COLLX_TUNE string; errors name the offending token.
+Status parse_tune(std::string_view s, Selection* out);
+
+// The measured defaults for a communicator of `comm_size` ranks.
+Selection default_selection(int comm_size);
+
+// Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO.
+Status make_selection(const Config& config, int comm_size, Selection* out);
+
+}  // namespace collx

@@ -1,0 +1,123 @@
+#include "transport/inproc.h"
+
+#include <atomic>
+#include <cstring>
+
+namespace collx {
+
+// A receive posted before its send arrives waits in `posted`; a send that arrives first waits,
+// copied, in `unexpected`. Both are matched by (source, seq, step) in FIFO order.
+struct InprocFabric::Message {
+  int src = 0;
+  uint32_t seq = 0;
+  uint32_t step = 0;
+  std::vector<uint8_t> data;  // unexpected sends only
+  void* buf = nullptr;        // posted receives only
+  size_t bytes = 0;
+  size_t received = 0;
+  std::atomic<bool> done{false};
+};
+
+struct InprocFabric::Mailbox {
+  std::mutex mu;
+  std::deque<std::shared_ptr<Message>> posted;
+  std::deque<std::shared_ptr<Message>> unexpected;
+};
+
+InprocFabric::InprocFabric(int size) {
+  for (int i = 0; i < size; ++i) boxes_.push_back(std::make_unique<Mailbox>());
+}
+
+InprocTransport::InprocTransport(InprocFabric& fabric, int rank)
+    : Transport(rank, static_cast<int>(fabric.boxes_.size())), fabric_(fabric) {}
+
+InprocTransport::~InprocTransport() = default;
+
+namespace {
+template <typename Q>
+std::shared_ptr<InprocFabric::Message> take(Q& q, int src, uint32_t seq, uint32_t step) {
+  for (auto it = q.begin(); it != q.end(); ++it) {
+    if ((*it)->src == src && (*it)->seq == seq && (*it)->step == step) {
+      auto m = *it;
+      q.erase(it);
+      return m;
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
+Status InprocTransport::post(Request& r, uint32_t seq) {
+  if (r.is_recv) {
+    auto m = std::make_shared<InprocFabric::Message>();
+    m->src = r.peer;
+    m->seq = seq;
+    m->step = r.step;
+    m->buf = r.buf;
+    m->bytes = r.bytes;
+    InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
+    std::lock_guard<std::mutex> g(box.mu);
+    if (auto u = take(box.unexpected, r.peer, seq, r.step)) {
+      r.done = true;
+      if (u->data.size() != r.bytes) {
+        return describe(r, COLLX_ERR_MISMATCH,
+                        format("got %zu bytes instead of the expected in", u->data.size()).c_str());
+      }
+      if (r.bytes != 0) std::memcpy(r.buf, u->data.data(), r.bytes);
+      return Status();
+    }
+    box.posted.push_back(m);
+    r.impl = new std::shared_ptr<InprocFabric::Message>(std::move(m));
+    return Status();
+  }
+  InprocFabric::Mailbox& box = *fabric_.boxes_[r.peer];
+  std::lock_guard<std::mutex> g(box.mu);
+  r.done = true;  // sends are buffered: complete at once
+  if (auto m = take(box.posted, rank(), seq, r.step)) {
+    if (m->bytes == r.bytes && r.bytes != 0) std::memcpy(m->buf, r.buf, r.bytes);
+    m->received = r.bytes;
+    m->done.store(true, std::memory_order_release);
+    return Status();
+  }
+  auto m = std::make_shared<InprocFabric::Message>();
+  m->src = rank();
+  m->seq = seq;
+  m->step = r.step;
+  const auto* p = static_cast<const uint8_t*>(r.buf);
+  m->data.assign(p, p + r.bytes);
+  box.unexpected.push_back(std::move(m));
+  return Status();
+}
+
+Status InprocTransport::test(Request& r) {
+  auto* m = static_cast<std::shared_ptr<InprocFabric::Message>*>(r.impl);
+  if (!(*m)->done.load(std::memory_order_acquire)) return Status();
+  const size_t received = (*m)->received;
+  delete m;
+  r.impl = nullptr;
+  r.done = true;
+  if (received != r.bytes) {
+    return describe(r, COLLX_ERR_MISMATCH,
+                    format("got %zu bytes instead of the expected in", received).c_str());
+  }
+  return Status();
+}
+
+void InprocTransport::cancel(Request& r) {
+  auto* m = static_cast<std::shared_ptr<InprocFabric::Message>*>(r.impl);
+  {
+    InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
+    std::lock_guard<std::mutex> g(box.mu);
+    for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
+      if (it->get() == m->get()) {
+        box.posted.erase(it);
+        break;
+      }
+    }
+  }
+  delete m;
+  r.impl = nullptr;
+  r.done = true;
+}
+
+}  // namespace collx

@@ -1,0 +1,87 @@
+#include "transport/transport.h"
+
+#include <sched.h>
+
+namespace collx {
+
+void Transport::begin_op(uint32_t seq, double timeout_s, int spin_count) {
+  seq_ = seq;
+  timeout_s_ = timeout_s;
+  spin_count_ = spin_count;
+  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(timeout_s));
+  requests_.clear();
+  first_pending_ = 0;
+}
+
+Status Transport::end_op(Status st) {
+  if (!st.ok()) {
+    for (Request& r : requests_) {
+      if (!r.done && r.impl != nullptr) cancel(r);
+    }
+  }
+  requests_.clear();
+  return st;
+}
+
+Status Transport::describe(const Request& r, collx_status_t code, const char* what) const {
+  return error(code, "rank %d: %s %s rank %d (%zu bytes, collective #%u, step %u)", rank_, what,
+               r.is_recv ? "receive from" : "send to", r.peer, r.bytes, seq_, r.step);
+}
+
+Status Transport::post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv,
+                               Handle* h) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return error(COLLX_ERR_INTERNAL, "rank %d: algorithm addressed invalid peer %d (step %u)",
+                 rank_, peer, step);
+  }
+  Request& r = requests_.emplace_back();
+  r.buf = buf;
+  r.bytes = bytes;
+  r.peer = peer;
+  r.step = step;
+  r.is_recv = is_recv;
+  if (h != nullptr) *h = static_cast<Handle>(requests_.size() - 1);
+  return post(r, seq_);
+}
+
+Status Transport::isend(int peer, uint32_t step, const void* buf, size_t bytes, Handle* h) {
+  return post_request(peer, step, const_cast<void*>(buf), bytes, false, h);
+}
+
+Status Transport::irecv(int peer, uint32_t step, void* buf, size_t bytes, Handle* h) {
+  return post_request(peer, step, buf, bytes, true, h);
+}
+
+// Spin on progress for spin_count_ rounds, then yield between rounds so that more ranks than
+// cores still make progress; the clock is read only every 64 rounds.
+Status Transport::wait_request(Request& r) {
+  for (uint64_t round = 0;; ++round) {
+    if (r.done) return Status();
+    COLLX_TRY(test(r));
+    if (r.done) return Status();
+    progress();
+    if (round >= static_cast<uint64_t>(spin_count_)) sched_yield();
+    if ((round & 63) == 63 && Clock::now() > deadline_) {
+      return describe(r, COLLX_ERR_TIMEOUT,
+                      format("timed out after %g s waiting for", timeout_s_).c_str());
+    }
+  }
+}
+
+Status Transport::wait(Handle h) {
+  if (h >= requests_.size()) {
+    return error(COLLX_ERR_INTERNAL, "rank %d: wait on unknown handle %u", rank_, h);
+  }
+  return wait_request(requests_[h]);
+}
+
+Status Transport::wait_all() {
+  for (size_t i = first_pending_; i < requests_.size(); ++i) {
+    COLLX_TRY(wait_request(requests_[i]));
+  }
+  first_pending_ = requests_.size();
+  return Status();
+}
+
+}  // namespace collx

@@ -1,0 +1,76 @@
+// Point-to-point transport seen by the algorithms: post a send or receive of a byte range to a
+// peer rank, tagged by (collective sequence number, step); wait with a deadline.
+//
+// One collective at a time runs on a transport (the communicator serialises them). Between
+// begin_op() and end_op() the transport records every posted request; end_op() cancels what is
+// still pending after an error, so no buffer of the user's is written after the call returns.
+// Matching: a receive matches the send with the same (peer, seq, step); several messages with
+// the same tag match in posting order (per-pair FIFO).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "api/status.h"
+
+namespace collx {
+
+using Handle = uint32_t;
+using Clock = std::chrono::steady_clock;
+
+class Transport {
+ public:
+  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  void begin_op(uint32_t seq, double timeout_s, int spin_count);
+  // After an error: cancels and drains pending requests. Returns `st`.
+  Status end_op(Status st);
+
+  Status isend(int peer, uint32_t step, const void* buf, size_t bytes, Handle* h = nullptr);
+  Status irecv(int peer, uint32_t step, void* buf, size_t bytes, Handle* h = nullptr);
+  Status wait(Handle h);
+  Status wait_all();  // every request posted since begin_op
+
+ protected:
+  struct Request {
+    void* impl = nullptr;  // transport-specific; null once complete
+    void* buf = nullptr;
+    size_t bytes = 0;
+    int peer = 0;
+    uint32_t step = 0;
+    bool is_recv = false;
+    bool done = false;
+  };
+  // Post a request; on immediate completion leave r.impl null and set r.done.
+  virtual Status post(Request& r, uint32_t seq) = 0;
+  // Completion check; sets r.done (and frees r.impl) when complete. Errors name the peer/step.
+  virtual Status test(Request& r) = 0;
+  virtual void progress() = 0;
+  // Best-effort cancel of a pending request; must leave r.impl null when it returns.
+  virtual void cancel(Request& r) = 0;
+
+  Status describe(const Request& r, collx_status_t code, const char* what) const;
+
+ private:
+  Status post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv, Handle* h);
+  Status wait_request(Request& r);
+
+  int rank_;
+  int size_;
+  uint32_t seq_ = 0;
+  Clock::time_point deadline_{};
+  double timeout_s_ = 0;
+  int spin_count_ = 1000;
+  std::vector<Request> requests_;  // capacity kept between operations: no allocation when warm
+  size_t first_pending_ = 0;       // requests before this index are known complete
+};
+
+}  // namespace collx

@@ -1,0 +1,122 @@
+// collx_info: what this libcollx is and sees — version, build options, UCX version and
+// transports, hwloc topology, the selection table in force, the configuration table.
+//   collx_info [--ranks N] [--config] [--markdown-config]
+#include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "collx_build_config.h"
+#include "core/config.h"
+#include "select/select.h"
+#include "topo/topo.h"
+
+namespace {
+
+std::string ucx_transports() {
+  std::set<std::string> names;
+  uct_component_h* comps = nullptr;
+  unsigned ncomps = 0;
+  if (uct_query_components(&comps, &ncomps) != UCS_OK) return "(uct_query_components failed)";
+  for (unsigned i = 0; i < ncomps; ++i) {
+    uct_component_attr_t attr{};
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    if (uct_component_query(comps[i], &attr) != UCS_OK) continue;
+    std::vector<uct_md_resource_desc_t> mds(attr.md_resource_count);
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = mds.data();
+    if (uct_component_query(comps[i], &attr) != UCS_OK) continue;
+    for (const uct_md_resource_desc_t& d : mds) {
+      uct_md_config_t* cfg = nullptr;
+      uct_md_h md = nullptr;
+      if (uct_md_config_read(comps[i], nullptr, nullptr, &cfg) != UCS_OK) continue;
+      const ucs_status_t s = uct_md_open(comps[i], d.md_name, cfg, &md);
+      uct_config_release(cfg);
+      if (s != UCS_OK) continue;
+      uct_tl_resource_desc_t* tls = nullptr;
+      unsigned ntls = 0;
+      if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
+        for (unsigned t = 0; t < ntls; ++t) {
+          names.insert(std::string(tls[t].tl_name) + "/" + tls[t].dev_name);
+        }
+        uct_release_tl_resource_list(tls);
+      }
+      uct_md_close(md);
+    }
+  }
+  uct_release_component_list(comps);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+void print_config(bool markdown) {
+  if (markdown) {
+    std::printf("| variable | type | default | meaning |\n| --- | --- | --- | --- |\n");
+  }
+  for (const collx::ConfigRow* r = collx::config_rows(); r->name != nullptr; ++r) {
+    if (markdown) {
+      std::printf("| `%s` | %s | `%s` | %s |\n", r->name, r->type, r->default_value, r->doc);
+    } else {
+      std::printf("  %-22s %-8s default %-8s %s\n", r->name, r->type,
+                  *r->default_value ? r->default_value : "\"\"", r->doc);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ranks = 2;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      ranks = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--config")) {
+      print_config(false);
+      return 0;
+    } else if (!std::strcmp(argv[i], "--markdown-config")) {
+      print_config(true);
+      return 0;
+    } else {
+      std::fprintf(stderr, "usage: %s [--ranks N] [--config] [--markdown-config]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (ranks < 1) ranks = 1;
+  unsigned maj, min, rel;
+  ucp_get_version(&maj, &min, &rel);
+  std::printf("libcollx %s\n", COLLX_VERSION);
+  std::printf("build:       %s, %s, CUDA %s\n", COLLX_BUILD_TYPE, COLLX_CXX,
+              COLLX_HAVE_CUDA ? "compiled in" : "not built (host memory only)");
+  std::printf("UCX:         %u.%u.%u (library %s)\n", maj, min, rel, ucp_get_version_string());
+  std::printf("transports:  %s\n", ucx_transports().c_str());
+  const collx::TopoSummary t = collx::topo_summary();
+  if (!t.error.empty()) {
+    std::printf("topology:    %s\n", t.error.c_str());
+  } else {
+    std::printf("topology:    %d cores, %d hardware threads, %d NUMA node(s), %d GPU(s)\n",
+                t.cores, t.pus, t.numa_nodes, t.gpus);
+  }
+  collx::Config config;
+  collx::Status st = collx::load_config(&config);
+  collx::Selection sel;
+  if (st.ok()) st = collx::make_selection(config, ranks, &sel);
+  if (!st.ok()) {
+    std::printf("selection:   error: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("selection (allreduce, %d ranks, host memory):\n", ranks);
+  for (const collx::SelectRange& r : sel.ranges) {
+    collx::Selection one;
+    one.ranges = {r};
+    std::printf("  %s\n", one.to_string().c_str());
+  }
+  std::printf("  as COLLX_TUNE: %s\n", sel.to_string().c_str());
+  std::printf("configuration (COLLX_*):\n");
+  print_config(false);
+  return 0;
+}
