@@ -28,6 +28,8 @@ InprocFabric::InprocFabric(int size) {
   for (int i = 0; i < size; ++i) boxes_.push_back(std::make_unique<Mailbox>());
 }
 
+InprocFabric::~InprocFabric() = default;
+
 InprocTransport::InprocTransport(InprocFabric& fabric, int rank)
     : Transport(rank, static_cast<int>(fabric.boxes_.size())), fabric_(fabric) {}
 

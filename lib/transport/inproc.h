@@ -16,6 +16,7 @@ namespace collx {
 class InprocFabric {
  public:
   explicit InprocFabric(int size);
+  ~InprocFabric();
   struct Message;
   struct Mailbox;
 

@@ -84,7 +84,11 @@ inline void fill_input(collx_dtype_t d, collx_op_t op, int rank, size_t count, v
     using T = decltype(tag);
     constexpr bool is_signed = kIsFloat<T> || std::is_signed_v<T>;
     T* p = static_cast<T*>(buf);
-    for (size_t i = 0; i < count; ++i) p[i] = from_double<T>(static_cast<double>(value(op, is_signed, rank, i)));
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t v = value(op, is_signed, rank, i);
+      if constexpr (kIsFloat<T>) p[i] = from_double<T>(static_cast<double>(v));
+      else p[i] = static_cast<T>(static_cast<uint64_t>(v));  // bit patterns kept exactly
+    }
   });
 }
 

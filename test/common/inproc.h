@@ -1,0 +1,58 @@
+// Runs a function on p in-process ranks (threads), each holding a Comm over the in-process
+// transport, so algorithm tests need neither UCX nor MPI.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/comm.h"
+#include "transport/inproc.h"
+
+namespace collx::test {
+
+// Catch2 v2 assertions are not thread-safe: rank threads assert through TCHECK.
+inline std::mutex& catch_mutex() {
+  static std::mutex m;
+  return m;
+}
+#define TCHECK(...)                                                  \
+  do {                                                               \
+    std::lock_guard<std::mutex> _tcheck_guard(collx::test::catch_mutex()); \
+    CHECK(__VA_ARGS__);                                              \
+  } while (0)
+
+// fn(rank, comms): comms[k] is this rank's communicator made with configs[k].
+inline void run_ranks(int p, const std::vector<Config>& configs,
+                      const std::function<void(int, std::vector<Comm*>&)>& fn) {
+  std::vector<std::unique_ptr<InprocFabric>> fabrics;
+  for (size_t k = 0; k < configs.size(); ++k) fabrics.push_back(std::make_unique<InprocFabric>(p));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<Comm*> comms;
+      for (size_t k = 0; k < configs.size(); ++k) {
+        Comm* c = nullptr;
+        Status st = Comm::create(std::make_unique<InprocTransport>(*fabrics[k], r), configs[k], &c);
+        if (!st.ok()) throw std::runtime_error(st.message());
+        comms.push_back(c);
+      }
+      fn(r, comms);
+      for (Comm* c : comms) delete c;
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+inline Config config_for(const char* algo, size_t segment = 64 << 10) {
+  Config c;
+  c.algo = algo;
+  c.ring_segment = segment;
+  c.spin = 50;
+  c.timeout_s = 120;
+  return c;
+}
+
+}  // namespace collx::test

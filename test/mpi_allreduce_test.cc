@@ -1,0 +1,208 @@
+// Multi-process allreduce over UCX, bootstrapped from MPI (run with mpiexec -n 2, 3, 4):
+//  - every algorithm, forced through COLLX_ALLREDUCE_ALGO and through COLLX_TUNE, over the
+//    count x dtype x op x in-place matrix, checked bitwise against the exact reference and
+//    compared across ranks;
+//  - several communicators at once (world, a split, a reversed world) used interleaved;
+//  - 100 iallreduces of different sizes waited in reverse order;
+//  - bad configuration fails on every rank with an error naming the bad token.
+// Prints "N passed, N failed" and exits non-zero on any failure.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collx/collx.h"
+#include "collx/collx_mpi.h"
+#include "common/pattern.h"
+
+using namespace collx::test;
+
+namespace {
+
+int g_rank = 0, g_passed = 0, g_failed = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (ok) {
+    ++g_passed;
+  } else {
+    ++g_failed;
+    if (g_failed <= 20) std::fprintf(stderr, "rank %d: FAILED: %s (%s)\n", g_rank, what.c_str(), collx_last_error());
+  }
+}
+
+uint64_t fnv(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every rank's result hash equal to every other's.
+bool same_everywhere(uint64_t h, MPI_Comm comm) {
+  uint64_t mn = 0, mx = 0;
+  MPI_Allreduce(&h, &mn, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&h, &mx, 1, MPI_UINT64_T, MPI_MAX, comm);
+  return mn == mx;
+}
+
+collx_comm_t create(MPI_Comm mc, const char* algo, const char* tune) {
+  if (algo) setenv("COLLX_ALLREDUCE_ALGO", algo, 1); else unsetenv("COLLX_ALLREDUCE_ALGO");
+  if (tune) setenv("COLLX_TUNE", tune, 1); else unsetenv("COLLX_TUNE");
+  collx_comm_t c = nullptr;
+  const collx_status_t st = collx_comm_create_mpi(mc, &c);
+  unsetenv("COLLX_ALLREDUCE_ALGO");
+  unsetenv("COLLX_TUNE");
+  expect(st == COLLX_SUCCESS, std::string("comm create ") + (algo ? algo : tune ? tune : "defaults"));
+  return c;
+}
+
+void matrix(collx_comm_t c, MPI_Comm mc, const std::string& label) {
+  int p = 0, rank = 0;
+  MPI_Comm_size(mc, &p);
+  MPI_Comm_rank(mc, &rank);
+  const std::vector<size_t> counts = {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p),
+                                      static_cast<size_t>(p + 1), 1000, 65536 + 7};
+  std::vector<uint8_t> send, recv, exp;
+  for (size_t count : counts) {
+    for (collx_dtype_t d : all_dtypes()) {
+      for (collx_op_t op : all_ops()) {
+        if (!op_valid(d, op)) continue;
+        const size_t bytes = count * collx_dtype_size(d);
+        exp.resize(bytes);
+        fill_expected(d, op, p, count, exp.data());
+        for (bool in_place : {false, true}) {
+          send.assign(bytes, 0);
+          recv.assign(bytes + 32, 0xcd);
+          fill_input(d, op, rank, count, in_place ? recv.data() : send.data());
+          const collx_status_t st = collx_allreduce(in_place ? COLLX_IN_PLACE : send.data(),
+                                                    recv.data(), count, d, op, c);
+          const bool ok = st == COLLX_SUCCESS && std::memcmp(recv.data(), exp.data(), bytes) == 0 &&
+                          recv[bytes] == 0xcd;
+          expect(ok, label + " count " + std::to_string(count) + " " + collx_dtype_name(d) + " " +
+                         collx_op_name(op) + (in_place ? " in-place" : ""));
+        }
+        if (count == 1000) expect(same_everywhere(fnv(recv.data(), bytes), mc), label + " cross-rank hash");
+      }
+    }
+  }
+}
+
+void several_comms() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm half, reversed;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, p - g_rank, &reversed);
+  collx_comm_t cw = create(MPI_COMM_WORLD, nullptr, nullptr);
+  collx_comm_t ch = create(half, "ring", nullptr);
+  collx_comm_t cr = create(reversed, "recursive_doubling", nullptr);
+  int hp = 0, hr = 0, rr = 0;
+  MPI_Comm_size(half, &hp);
+  MPI_Comm_rank(half, &hr);
+  MPI_Comm_rank(reversed, &rr);
+  for (int it = 0; it < 20; ++it) {
+    const size_t n = 1 + static_cast<size_t>(it) * 997;
+    std::vector<int64_t> w(n), h(n), r(n), ew(n), eh(n), er(n);
+    fill_input(COLLX_INT64, COLLX_SUM, g_rank, n, w.data());
+    fill_input(COLLX_INT64, COLLX_MAX, hr, n, h.data());
+    fill_input(COLLX_INT64, COLLX_BXOR, rr, n, r.data());
+    fill_expected(COLLX_INT64, COLLX_SUM, p, n, ew.data());
+    fill_expected(COLLX_INT64, COLLX_MAX, hp, n, eh.data());
+    fill_expected(COLLX_INT64, COLLX_BXOR, p, n, er.data());
+    expect(collx_allreduce(COLLX_IN_PLACE, w.data(), n, COLLX_INT64, COLLX_SUM, cw) == 0, "world");
+    expect(collx_allreduce(COLLX_IN_PLACE, h.data(), n, COLLX_INT64, COLLX_MAX, ch) == 0, "half");
+    expect(collx_allreduce(COLLX_IN_PLACE, r.data(), n, COLLX_INT64, COLLX_BXOR, cr) == 0, "reversed");
+    expect(w == ew && h == eh && r == er, "several communicators interleaved, n=" + std::to_string(n));
+  }
+  expect(collx_comm_destroy(cw) == 0 && collx_comm_destroy(ch) == 0 && collx_comm_destroy(cr) == 0,
+         "destroy several");
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&reversed);
+}
+
+void nonblocking() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  const int n = 100;
+  std::vector<std::vector<float>> in(n), out(n);
+  std::vector<collx_request_t> req(n);
+  for (int i = 0; i < n; ++i) {
+    const size_t count = static_cast<size_t>(i) * i * 13 + 1;  // 1 .. ~127K elements
+    in[i].resize(count);
+    out[i].assign(count, -1.f);
+    fill_input(COLLX_FLOAT32, COLLX_SUM, g_rank, count, in[i].data());
+    expect(collx_iallreduce(in[i].data(), out[i].data(), count, COLLX_FLOAT32, COLLX_SUM, c,
+                            &req[i]) == COLLX_SUCCESS, "iallreduce post");
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    expect(collx_wait(&req[i]) == COLLX_SUCCESS, "wait");
+    std::vector<float> e(in[i].size());
+    fill_expected(COLLX_FLOAT32, COLLX_SUM, p, e.size(), e.data());
+    expect(out[i] == e, "iallreduce #" + std::to_string(i) + " result");
+  }
+  // A blocking call after non-blocking ones runs after them.
+  collx_request_t r;
+  std::vector<float> a(5000), b(5000), e(5000);
+  fill_input(COLLX_FLOAT32, COLLX_MAX, g_rank, 5000, a.data());
+  fill_expected(COLLX_FLOAT32, COLLX_MAX, p, 5000, e.data());
+  expect(collx_iallreduce(a.data(), b.data(), 5000, COLLX_FLOAT32, COLLX_MAX, c, &r) == 0, "post");
+  expect(collx_allreduce(COLLX_IN_PLACE, a.data(), 5000, COLLX_FLOAT32, COLLX_MAX, c) == 0, "blocking");
+  expect(collx_wait(&r) == 0 && a == e && b == e, "blocking after non-blocking");
+  expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+}
+
+void bad_config() {
+  setenv("COLLX_TUNE", "0-4K:ring,4K-inf:turbo", 1);
+  collx_comm_t c = nullptr;
+  const collx_status_t st = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+  unsetenv("COLLX_TUNE");
+  expect(st == COLLX_ERR_CONFIG && std::strstr(collx_last_error(), "4K-inf:turbo") && c == nullptr,
+         "bad COLLX_TUNE is an error naming the token");
+  setenv("COLLX_RING_SEGMEN", "4K", 1);
+  expect(collx_comm_create_mpi(MPI_COMM_WORLD, &c) == COLLX_ERR_CONFIG &&
+             std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
+         "unknown COLLX_ variable");
+  unsetenv("COLLX_RING_SEGMEN");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  if (collx_init() != COLLX_SUCCESS) {
+    std::fprintf(stderr, "collx_init: %s\n", collx_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  struct Mode {
+    const char* algo;
+    const char* tune;
+  };
+  const Mode modes[] = {
+      {"recursive_doubling", nullptr},
+      {"rabenseifner", nullptr},
+      {"ring", nullptr},
+      // Each algorithm gets a band of sizes that the matrix hits.
+      {nullptr, "0-64:ring,64-4K:recursive_doubling,4K-32K:rabenseifner,32K-inf:ring"},
+      {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
+  };
+  for (const Mode& m : modes) {
+    collx_comm_t c = create(MPI_COMM_WORLD, m.algo, m.tune);
+    if (c != nullptr) {
+      matrix(c, MPI_COMM_WORLD, m.algo ? m.algo : m.tune);
+      expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+    }
+  }
+  several_comms();
+  nonblocking();
+  bad_config();
+  expect(collx_finalize() == COLLX_SUCCESS, "finalize");
+  int totals[2] = {g_passed, g_failed}, sums[2] = {0, 0};
+  MPI_Reduce(totals, sums, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("%d passed, %d failed\n", sums[0], sums[1]);
+  MPI_Finalize();
+  return g_failed == 0 ? 0 : 1;
+}

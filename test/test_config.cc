@@ -1,0 +1,144 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "select/select.h"
+
+using namespace collx;
+
+namespace {
+Status load(std::vector<std::string> vars, Config* c) {
+  std::vector<char*> env;
+  for (std::string& v : vars) env.push_back(v.data());
+  env.push_back(nullptr);
+  return load_config(c, env.data());
+}
+}  // namespace
+
+TEST_CASE("parse_bytes") {
+  size_t v = 0;
+  CHECK((parse_bytes("0", &v) && v == 0));
+  CHECK((parse_bytes("4096", &v) && v == 4096));
+  CHECK((parse_bytes("4K", &v) && v == 4096));
+  CHECK((parse_bytes("512k", &v) && v == 512 * 1024));
+  CHECK((parse_bytes("16M", &v) && v == 16u << 20));
+  CHECK((parse_bytes("2G", &v) && v == 2ull << 30));
+  for (const char* bad : {"", "K", "-1", "1.5K", "4KB", "12x", "99999999999999999999", "17179869184G"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_bytes(bad, &v));
+  }
+}
+
+TEST_CASE("configuration: defaults, values, and errors that name the variable") {
+  Config c;
+  REQUIRE(load({"PATH=/bin", "HOME=/root"}, &c).ok());
+  CHECK(c.timeout_s == 300);
+  CHECK(c.algo == "auto");
+  CHECK(c.tune.empty());
+  CHECK(c.ring_segment == 64 << 10);
+
+  REQUIRE(load({"COLLX_TIMEOUT=2.5", "COLLX_RING_SEGMENT=1M", "COLLX_SPIN=0"}, &c).ok());
+  CHECK(c.timeout_s == 2.5);
+  CHECK(c.ring_segment == 1 << 20);
+  CHECK(c.spin == 0);
+
+  Status s = load({"COLLX_TIMEOUTT=3"}, &c);
+  CHECK(s.code() == COLLX_ERR_CONFIG);
+  CHECK(s.message().find("COLLX_TIMEOUTT") != std::string::npos);
+  for (const char* bad : {"COLLX_TIMEOUT=abc", "COLLX_TIMEOUT=-1", "COLLX_TIMEOUT=0",
+                          "COLLX_TIMEOUT=inf", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
+                          "COLLX_SPIN=-3"}) {
+    INFO(bad);
+    s = load({bad}, &c);
+    CHECK(s.code() == COLLX_ERR_CONFIG);
+    const std::string name(bad, std::string(bad).find('='));
+    CHECK(s.message().find(name) != std::string::npos);
+  }
+}
+
+TEST_CASE("every configuration row is documented") {
+  int n = 0;
+  for (const ConfigRow* r = config_rows(); r->name != nullptr; ++r, ++n) {
+    CHECK(std::string(r->name).rfind("COLLX_", 0) == 0);
+    CHECK(std::string(r->doc).size() > 20);
+  }
+  CHECK(n >= 5);
+}
+
+TEST_CASE("tune strings: good ones parse and print back") {
+  Selection s;
+  REQUIRE(parse_tune("0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring", &s).ok());
+  REQUIRE(s.ranges.size() == 3);
+  CHECK(s.pick(0) == Algo::kRecursiveDoubling);
+  CHECK(s.pick(4095) == Algo::kRecursiveDoubling);
+  CHECK(s.pick(4096) == Algo::kRabenseifner);
+  CHECK(s.pick(512 * 1024) == Algo::kRing);
+  CHECK(s.pick(SIZE_MAX - 1) == Algo::kRing);
+  CHECK(s.to_string() == "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring");
+  // Order does not matter; a single range is fine.
+  REQUIRE(parse_tune("100-inf:ring,0-100:rabenseifner", &s).ok());
+  CHECK(s.pick(99) == Algo::kRabenseifner);
+  CHECK(s.pick(100) == Algo::kRing);
+  REQUIRE(parse_tune("0-inf:ring", &s).ok());
+  CHECK(s.pick(7) == Algo::kRing);
+}
+
+TEST_CASE("tune strings: bad ones are errors naming the bad token") {
+  struct Case {
+    const char* tune;
+    const char* names;
+  };
+  const Case cases[] = {
+      {"", "empty"},
+      {"0-4K:recursive_doubling,4K-inf:rign", "4K-inf:rign"},
+      {"0-4K:recursive_doubling,4Q-inf:ring", "4Q-inf:ring"},
+      {"0-4K:recursive_doubling,4K-:ring", "4K-:ring"},
+      {"0-4Kring", "0-4Kring"},
+      {"0-4K:ring,,4K-inf:ring", "''"},
+      {"0-4K:ring,4K-inf:ring,", "''"},
+      {"0-8K:ring,4K-inf:ring", "4K-inf:ring"},            // overlap
+      {"0-4K:ring,8K-inf:ring", "missing range 4K-8K"},     // gap
+      {"0-4K:ring,4K-1M:ring", "missing range 1M-inf"},     // open end
+      {"1-inf:ring", "missing range 0-1"},                   // no start
+      {"8K-4K:ring,0-8K:ring", "8K-4K:ring"},               // empty range
+      {"0-4K:ring:ring", "0-4K:ring:ring"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.tune);
+    Selection s;
+    const Status st = parse_tune(c.tune, &s);
+    CHECK(st.code() == COLLX_ERR_CONFIG);
+    INFO(st.message());
+    CHECK(st.message().find(c.names) != std::string::npos);
+  }
+}
+
+TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
+  for (int p : {1, 2, 3, 4, 9, 1000}) {
+    const Selection s = default_selection(p);
+    REQUIRE_FALSE(s.ranges.empty());
+    CHECK(s.ranges.front().lo == 0);
+    CHECK(s.ranges.back().hi == kInf);
+    Selection again;
+    REQUIRE(parse_tune(s.to_string(), &again).ok());  // defaults are valid tune strings
+    CHECK(again.to_string() == s.to_string());
+  }
+  Config c;
+  c.algo = "rabenseifner";
+  Selection s;
+  REQUIRE(make_selection(c, 4, &s).ok());
+  CHECK(s.pick(1) == Algo::kRabenseifner);
+  CHECK(s.pick(1 << 30) == Algo::kRabenseifner);
+  c.algo = "auto";
+  c.tune = "0-1M:ring,1M-inf:recursive_doubling";
+  REQUIRE(make_selection(c, 4, &s).ok());
+  CHECK(s.pick(10) == Algo::kRing);
+  CHECK(s.pick(1 << 20) == Algo::kRecursiveDoubling);
+  c.tune = "";
+  c.algo = "fastest";
+  const Status st = make_selection(c, 4, &s);
+  CHECK(st.code() == COLLX_ERR_CONFIG);
+  CHECK(st.message().find("fastest") != std::string::npos);
+}

@@ -1,0 +1,125 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <vector>
+
+#include "algo/rank_math.h"
+
+using namespace collx;
+
+TEST_CASE("pow2_floor and log2_exact") {
+  CHECK(pow2_floor(1) == 1);
+  CHECK(pow2_floor(2) == 2);
+  CHECK(pow2_floor(3) == 2);
+  CHECK(pow2_floor(9) == 8);
+  CHECK(pow2_floor(1024) == 1024);
+  CHECK(log2_exact(1) == 0);
+  CHECK(log2_exact(8) == 3);
+}
+
+TEST_CASE("fold maps p ranks onto a power of two, and unfold inverts it") {
+  for (int p = 1; p <= 70; ++p) {
+    const int q = pow2_floor(p);
+    std::set<int> new_ranks;
+    for (int r = 0; r < p; ++r) {
+      const Fold f = fold(r, p);
+      CHECK(f.q == q);
+      if (f.partner >= 0) {
+        CHECK(fold(f.partner, p).partner == r);  // pairs are mutual
+        CHECK(fold(f.partner, p).active != f.active);
+        CHECK(std::abs(f.partner - r) == 1);
+      }
+      if (f.active) {
+        CHECK(f.new_rank >= 0);
+        CHECK(f.new_rank < q);
+        CHECK(unfold(f.new_rank, p) == r);
+        new_ranks.insert(f.new_rank);
+      }
+    }
+    CHECK(static_cast<int>(new_ranks.size()) == q);
+  }
+}
+
+TEST_CASE("blocks partition any count") {
+  for (size_t count : {0ul, 1ul, 2ul, 7ul, 8ul, 9ul, 1000ul, 1048583ul}) {
+    for (size_t n = 1; n <= 17; ++n) {
+      size_t next = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const Range b = block(count, n, i);
+        CHECK(b.begin == next);
+        CHECK(b.len >= count / n);
+        CHECK(b.len <= count / n + 1);
+        next = b.begin + b.len;
+      }
+      CHECK(next == count);
+      const Range all = blocks(count, n, 0, n);
+      CHECK(all.begin == 0);
+      CHECK(all.len == count);
+    }
+  }
+}
+
+TEST_CASE("recursive halving: partners agree, kept ranges nest and end at the own block") {
+  for (int q = 1; q <= 64; q *= 2) {
+    const int steps = log2_exact(q);
+    for (int v = 0; v < q; ++v) {
+      int lo = 0, hi = q;
+      for (int k = 0; k < steps; ++k) {
+        const HalvingStep s = halving_step(v, q, k);
+        const HalvingStep t = halving_step(s.partner, q, k);
+        CHECK(t.partner == v);
+        // What v keeps the partner sends, and the other way round.
+        CHECK(t.send_lo == s.keep_lo);
+        CHECK(t.send_hi == s.keep_hi);
+        CHECK(t.keep_lo == s.send_lo);
+        CHECK(s.keep_lo >= lo);
+        CHECK(s.keep_hi <= hi);
+        CHECK(s.keep_hi - s.keep_lo == (hi - lo) / 2);
+        lo = s.keep_lo;
+        hi = s.keep_hi;
+      }
+      CHECK(lo == v);
+      CHECK(hi == v + 1);
+    }
+  }
+}
+
+TEST_CASE("recursive doubling allgather: ranges grow from the own block to everything") {
+  for (int q = 1; q <= 64; q *= 2) {
+    for (int v = 0; v < q; ++v) {
+      int lo = v, len = 1;
+      for (int k = 0; k < log2_exact(q); ++k) {
+        const DoublingStep s = doubling_step(v, k);
+        CHECK(s.mine_lo == lo);
+        CHECK(s.len == len);
+        CHECK(doubling_step(s.partner, k).theirs_lo == s.mine_lo);
+        lo = std::min(s.mine_lo, s.theirs_lo);
+        len *= 2;
+      }
+      CHECK(lo == 0);
+      CHECK(len == q);
+    }
+  }
+}
+
+TEST_CASE("ring: what r sends in a step is what r+1 receives; r ends owning block r+1") {
+  for (int p = 1; p <= 17; ++p) {
+    for (int r = 0; r < p; ++r) {
+      const int right = mod(r + 1, p);
+      std::set<int> rs_recv, ag_recv;
+      for (int s = 0; s + 1 < p; ++s) {
+        CHECK(ring_rs_send_block(r, s, p) == ring_rs_recv_block(right, s, p));
+        CHECK(ring_ag_send_block(r, s, p) == ring_ag_recv_block(right, s, p));
+        if (s + 1 < p - 1) CHECK(ring_rs_recv_block(r, s, p) == ring_rs_send_block(r, s + 1, p));
+        rs_recv.insert(ring_rs_recv_block(r, s, p));
+        ag_recv.insert(ring_ag_recv_block(r, s, p));
+      }
+      if (p > 1) {
+        CHECK(ring_rs_recv_block(r, p - 2, p) == mod(r + 1, p));  // final reduced block
+        CHECK(ag_recv.count(mod(r + 1, p)) == 0);                // ... is never overwritten
+        CHECK(static_cast<int>(ag_recv.size()) == p - 1);
+        CHECK(static_cast<int>(rs_recv.size()) == p - 1);
+      }
+    }
+  }
+}

@@ -1,0 +1,227 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/pattern.h"
+#include "reduce/half.h"
+#include "reduce/reduce.h"
+
+using namespace collx;
+using namespace collx::test;
+
+namespace {
+
+// Scalar reference, one element at a time, written independently of the kernels.
+template <typename T>
+T ref_op(collx_op_t op, T a, T b) {
+  if constexpr (kIsHalf<T>) {
+    const float x = to_float(a), y = to_float(b);
+    float r;
+    switch (op) {
+      case COLLX_SUM: case COLLX_AVG: r = x + y; break;
+      case COLLX_PROD: r = x * y; break;
+      case COLLX_MIN: r = (std::isnan(x) || std::isnan(y)) ? (std::isnan(y) ? y : x) : std::min(x, y); break;
+      default: r = (std::isnan(x) || std::isnan(y)) ? (std::isnan(y) ? y : x) : std::max(x, y); break;
+    }
+    if constexpr (std::is_same_v<T, Float16>) return to_float16(r);
+    else return to_bfloat16(r);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case COLLX_SUM: case COLLX_AVG: return a + b;
+      case COLLX_PROD: return a * b;
+      case COLLX_MIN:
+        if (std::isnan(b)) return b;
+        if (std::isnan(a)) return a;
+        return b < a ? b : a;
+      default:
+        if (std::isnan(b)) return b;
+        if (std::isnan(a)) return a;
+        return b > a ? b : a;
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    const uint64_t x = static_cast<U>(a), y = static_cast<U>(b);
+    switch (op) {
+      case COLLX_SUM: return static_cast<T>(static_cast<U>(x + y));
+      case COLLX_PROD: return static_cast<T>(static_cast<U>(x * y));
+      case COLLX_MIN: return std::min(a, b);
+      case COLLX_MAX: return std::max(a, b);
+      case COLLX_BAND: return static_cast<T>(x & y);
+      case COLLX_BOR: return static_cast<T>(x | y);
+      default: return static_cast<T>(x ^ y);
+    }
+  }
+}
+
+template <typename T>
+std::vector<T> random_values(size_t n, std::mt19937_64& rng) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t bits = rng();
+    if constexpr (kIsFloat<T>) {
+      // Mostly ordinary numbers, with NaN, infinities and signed zeros mixed in.
+      const double specials[] = {std::numeric_limits<double>::quiet_NaN(), INFINITY, -INFINITY,
+                                 0.0, -0.0};
+      const double x = (bits % 17 == 0) ? specials[(bits >> 8) % 5]
+                                        : (static_cast<double>(bits >> 11) / (1ull << 53) - 0.5) * 200;
+      v[i] = from_double<T>(x);
+    } else {
+      T x;
+      std::memcpy(&x, &bits, sizeof x);
+      v[i] = x;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void check_kernel(collx_dtype_t d, collx_op_t op) {
+  Reducer red;
+  REQUIRE(make_reducer(d, op, &red).ok());
+  REQUIRE(red.elem_size == sizeof(T));
+  std::mt19937_64 rng(d * 100 + op);
+  for (size_t n : {0ul, 1ul, 3ul, 16ul, 1037ul}) {
+    const auto a = random_values<T>(n, rng), b = random_values<T>(n, rng);
+    std::vector<T> expect(n);
+    for (size_t i = 0; i < n; ++i) expect[i] = ref_op(op, a[i], b[i]);
+    // Separate destination, then dst aliasing a, then dst aliasing b.
+    std::vector<T> out(n), x = a, y = b;
+    red(out.data(), a.data(), b.data(), n);
+    red(x.data(), x.data(), b.data(), n);
+    red(y.data(), a.data(), y.data(), n);
+    INFO(collx_dtype_name(d) << " " << collx_op_name(op) << " n=" << n);
+    CHECK(std::memcmp(out.data(), expect.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(x.data(), expect.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(y.data(), expect.data(), n * sizeof(T)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every dtype x op kernel matches the scalar reference bitwise") {
+  int checked = 0;
+  for (collx_dtype_t d : all_dtypes()) {
+    for (collx_op_t op : all_ops()) {
+      if (!op_valid(d, op)) continue;
+      with_dtype(d, [&](auto tag) { check_kernel<decltype(tag)>(d, op); });
+      ++checked;
+    }
+  }
+  CHECK(checked == 8 * 7 + 4 * 5);  // integers: all but avg; floats: sum prod min max avg
+}
+
+TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") {
+  Reducer red;
+  CHECK(make_reducer(COLLX_INT32, COLLX_AVG, &red).code() == COLLX_ERR_UNSUPPORTED);
+  CHECK(make_reducer(COLLX_FLOAT32, COLLX_BAND, &red).code() == COLLX_ERR_UNSUPPORTED);
+  CHECK(make_reducer(COLLX_BFLOAT16, COLLX_BXOR, &red).code() == COLLX_ERR_UNSUPPORTED);
+  const Status s = make_reducer(COLLX_FLOAT16, COLLX_BOR, &red);
+  CHECK(s.message().find("float16") != std::string::npos);
+  CHECK(make_reducer(static_cast<collx_dtype_t>(99), COLLX_SUM, &red).code() ==
+        COLLX_ERR_INVALID_ARG);
+  CHECK(make_reducer(COLLX_INT8, static_cast<collx_op_t>(-1), &red).code() ==
+        COLLX_ERR_INVALID_ARG);
+}
+
+TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)") {
+  for (collx_dtype_t d : {COLLX_FLOAT16, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_FLOAT64}) {
+    for (collx_op_t op : {COLLX_MIN, COLLX_MAX}) {
+      with_dtype(d, [&](auto tag) {
+        using T = decltype(tag);
+        Reducer red;
+        REQUIRE(make_reducer(d, op, &red).ok());
+        const T nan = from_double<T>(std::numeric_limits<double>::quiet_NaN());
+        const T one = from_double<T>(1.0), inf = from_double<T>(INFINITY);
+        T a[3] = {nan, one, inf}, b[3] = {one, nan, nan}, out[3];
+        red(out, a, b, 3);
+        for (T v : out) CHECK(std::isnan(to_double(v)));
+        T c[1] = {from_double<T>(-INFINITY)}, e[1] = {one}, o[1];
+        red(o, c, e, 1);
+        CHECK(to_double(o[0]) == (op == COLLX_MIN ? -INFINITY : 1.0));
+      });
+    }
+  }
+}
+
+TEST_CASE("integer sum and prod wrap around without undefined behaviour") {
+  Reducer red;
+  REQUIRE(make_reducer(COLLX_INT8, COLLX_SUM, &red).ok());
+  int8_t a = 127, b = 1, o;
+  red(&o, &a, &b, 1);
+  CHECK(o == -128);
+  REQUIRE(make_reducer(COLLX_UINT16, COLLX_PROD, &red).ok());
+  uint16_t x = 65535, y = 65535, z;
+  red(&z, &x, &y, 1);
+  CHECK(z == 1);
+  REQUIRE(make_reducer(COLLX_INT64, COLLX_PROD, &red).ok());
+  int64_t m = INT64_MAX, n = 2, r;
+  red(&r, &m, &n, 1);
+  CHECK(r == -2);
+}
+
+TEST_CASE("float16 conversion is exact both ways and rounds to nearest even") {
+  int ties = 0;
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite non-negative half
+    const Float16 v{static_cast<uint16_t>(h)};
+    REQUIRE(to_float16(to_float(v)).bits == h);
+    REQUIRE(to_float16(-to_float(v)).bits == (h | 0x8000));
+    if (h + 1 < 0x7c00) {
+      const float lo = to_float(v), hi = to_float(Float16{static_cast<uint16_t>(h + 1)});
+      const float mid = lo + (hi - lo) / 2;  // exact in float
+      const uint16_t even = (h % 2 == 0) ? h : h + 1;
+      REQUIRE(to_float16(mid).bits == even);
+      REQUIRE(to_float16(std::nextafter(mid, 0.f)).bits == h);
+      REQUIRE(to_float16(std::nextafter(mid, INFINITY)).bits == h + 1);
+      ++ties;
+    }
+  }
+  CHECK(ties == 0x7c00 - 1);
+  CHECK(to_float(Float16{0x3c00}) == 1.0f);
+  CHECK(to_float(Float16{0x0001}) == std::ldexp(1.0f, -24));  // smallest subnormal
+  CHECK(to_float16(65504.f).bits == 0x7bff);                   // largest finite
+  CHECK(to_float16(65519.f).bits == 0x7bff);
+  CHECK(to_float16(65520.f).bits == 0x7c00);  // rounds to infinity
+  CHECK(to_float16(1e30f).bits == 0x7c00);
+  CHECK(to_float16(-INFINITY).bits == 0xfc00);
+  CHECK(std::isnan(to_float(to_float16(NAN))));
+  CHECK(std::isinf(to_float(Float16{0x7c00})));
+  CHECK(std::isnan(to_float(Float16{0x7e01})));
+}
+
+TEST_CASE("bfloat16 conversion is exact both ways and rounds to nearest even") {
+  for (uint32_t h = 0; h < 0x7f80; ++h) {
+    const BFloat16 v{static_cast<uint16_t>(h)};
+    REQUIRE(to_bfloat16(to_float(v)).bits == h);
+    if (h + 1 < 0x7f80) {
+      const float lo = to_float(v), hi = to_float(BFloat16{static_cast<uint16_t>(h + 1)});
+      const float mid = lo + (hi - lo) / 2;
+      REQUIRE(to_bfloat16(mid).bits == ((h % 2 == 0) ? h : h + 1));
+      REQUIRE(to_bfloat16(std::nextafter(mid, 0.f)).bits == h);
+      REQUIRE(to_bfloat16(std::nextafter(mid, INFINITY)).bits == h + 1);
+    }
+  }
+  CHECK(to_bfloat16(3.4e38f).bits == 0x7f80);  // rounds up to infinity
+  CHECK(std::isnan(to_float(to_bfloat16(NAN))));
+  // A NaN whose payload sits only in the low bits must stay a NaN, not become infinity.
+  CHECK(std::isnan(to_float(to_bfloat16(std::bit_cast<float>(0x7f800001u)))));
+}
+
+TEST_CASE("avg divides the sum by the number of ranks") {
+  Reducer red;
+  REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_AVG, &red).ok());
+  REQUIRE(red.finalize != nullptr);
+  float v[2] = {9.f, 1.f};
+  red.finalize(v, 2, 3);
+  CHECK(v[0] == 3.f);
+  CHECK(v[1] == 1.f / 3.f);
+  REQUIRE(make_reducer(COLLX_BFLOAT16, COLLX_AVG, &red).ok());
+  BFloat16 h[1] = {to_bfloat16(6.f)};
+  red.finalize(h, 1, 4);
+  CHECK(to_float(h[0]) == 1.5f);
+  REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_SUM, &red).ok());
+  CHECK(red.finalize == nullptr);
+}
