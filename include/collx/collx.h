@@ -110,7 +110,9 @@ COLLX_API collx_status_t collx_finalize(void);
 /* Collective over the members: every rank calls it with the same size and its own rank.
  * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG). */
 COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
-/* Waits for the communicator's outstanding requests (within the deadline), then frees it. */
+/* Collective, like MPI_Comm_free: waits for the communicator's outstanding requests and for
+ * every member (within the deadline), then frees it. A communicator that failed earlier is
+ * freed all the same, and the earlier error is returned. */
 COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
 COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
 COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);

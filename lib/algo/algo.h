@@ -58,4 +58,6 @@ Status allreduce_ring(const AllreduceArgs& a);
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 
+Status barrier(Transport& t);
+
 }  // namespace collx

@@ -83,6 +83,29 @@ Status allreduce_ring(const AllreduceArgs& a) {
     send_last = send_big.data() + p;
   }
 
+  // Allgather receives of step s, tagged after every reduce-scatter message.
+  auto post_ag_recvs = [&](int s, Handle* first) -> Status {
+    uint32_t tag = static_cast<uint32_t>(rs_total);
+    for (int k = 0; k < s; ++k) tag += static_cast<uint32_t>(seg.n(ring_ag_recv_block(r, k, p)));
+    const int b = ring_ag_recv_block(r, s, p);
+    // Out-of-place, step 0's block was sent from the send buffer: nothing to wait for.
+    if (s > 0 || a.send == a.recv) {
+      for (Handle h = send_first[s]; h <= send_last[s]; ++h) COLLX_TRY(t.wait(h));
+    }
+    for (size_t c = 0, n = seg.n(b); c < n; ++c) {
+      const Range g = seg.get(b, c);
+      Handle h;
+      COLLX_TRY(t.irecv(left, tag++, a.recv + g.begin * es, g.len * es, &h));
+      if (c == 0) *first = h;
+    }
+    return Status();
+  };
+  // Out-of-place, the first allgather step's receives go up front, so the left neighbour's
+  // reduced segments land in place as soon as they are ready.
+  Handle ag0_first = 0;
+  const bool ag0_posted = a.send != a.recv && seg.n(ring_ag_recv_block(r, 0, p)) > 0;
+  if (ag0_posted) COLLX_TRY(post_ag_recvs(0, &ag0_first));
+
   for (size_t c = 0, n = seg.n(r); c < n; ++c) {
     Handle h;
     COLLX_TRY(send_segment(a.send, r, c, &h));
@@ -113,15 +136,9 @@ Status allreduce_ring(const AllreduceArgs& a) {
     const int b = ring_ag_recv_block(r, s, p);
     const size_t n = seg.n(b);
     if (n == 0) continue;
-    for (Handle h = send_first[s]; h <= send_last[s]; ++h) COLLX_TRY(t.wait(h));
-    Handle first = 0;
-    for (size_t c = 0; c < n; ++c) {
-      const Range g = seg.get(b, c);
-      Handle h;
-      COLLX_TRY(t.irecv(left, received++, a.recv + g.begin * es, g.len * es, &h));
-      if (c == 0) first = h;
-    }
-    for (size_t c = 0; c < n; ++c) {  // the receives above hold consecutive handles
+    Handle first = ag0_first;
+    if (s > 0 || !ag0_posted) COLLX_TRY(post_ag_recvs(s, &first));
+    for (size_t c = 0; c < n; ++c) {  // the receives of one step hold consecutive handles
       COLLX_TRY(t.wait(first + static_cast<Handle>(c)));
       if (s + 1 < rs_steps) COLLX_TRY(send_segment(a.recv, b, c, nullptr));
     }

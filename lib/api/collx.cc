@@ -152,8 +152,9 @@ collx_status_t collx_comm_destroy(collx_comm_t handle) {
     std::lock_guard<std::mutex> g(g_comms_mu);
     live_comms().erase(c);
   }
+  st = c->shutdown();  // a failed communicator still frees everything, and says why
   delete c;
-  return report(Status());
+  return report(st);
 }
 
 collx_status_t collx_comm_rank(collx_comm_t handle, int* rank) {

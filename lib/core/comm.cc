@@ -94,6 +94,14 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->context_ = ctx;
   ctx->live_comms.fetch_add(1);
+  // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
+  // rank needs another to progress for anything but the collectives themselves.
+  Status st = t->connect(config.timeout_s);
+  if (st.ok()) st = c->run_barrier();
+  if (!st.ok()) {
+    delete c;
+    return st;
+  }
   *out = c;
   return Status();
 }
@@ -134,6 +142,19 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
   }
   if (op.red.finalize != nullptr) op.red.finalize(recv, op.count, p);
   return st;
+}
+
+Status Comm::run_barrier() {
+  if (!failed_.ok()) return failed_;
+  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+  Status st = transport_->end_op(barrier(*transport_));
+  if (!st.ok()) failed_ = st;
+  return st;
+}
+
+Status Comm::shutdown() {
+  drain();
+  return run_barrier();
 }
 
 void Comm::drain() {

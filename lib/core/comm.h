@@ -51,10 +51,14 @@ class Comm {
   Status iallreduce(const AllreduceOp& op, Request** out);
   // Waits for every posted operation (each bounded by its own deadline).
   void drain();
+  // Collective, before destruction: waits for posted operations, then for every rank, so
+  // that closing the endpoints needs nothing more from any peer.
+  Status shutdown();
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
   Status execute(const AllreduceOp& op, uint32_t seq);
+  Status run_barrier();
   void worker_main();
 
   std::unique_ptr<Transport> transport_;

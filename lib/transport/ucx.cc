@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdlib>
 
 namespace collx {
 
@@ -41,6 +42,13 @@ Status UcxWorker::create(UcxWorker** out) {
   if (s != UCS_OK) {
     delete w;
     return ucx_error("ucp_config_read", s);
+  }
+  // Rendezvous by put: the sender copies into the receiver's buffer, so in a pipelined
+  // algorithm the copy of segment k+1 (sender's core) overlaps the reduction of segment k
+  // (receiver's core); with get, the receiver would do both. Measured in docs/PERFORMANCE.md.
+  // Only our own context is changed, and only if the user did not choose.
+  if (std::getenv("UCX_RNDV_SCHEME") == nullptr) {
+    ucp_config_modify(config, "RNDV_SCHEME", "put_zcopy");
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -88,7 +96,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
   }
   auto* t = new (std::nothrow) UcxTransport(worker, rank, size, comm_id);
   if (t == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating a transport");
-  t->close_timeout_s_ = timeout_s;
+  t->close_timeout_s_ = timeout_s < 5 ? timeout_s : 5;  // closing after the barrier is local
   t->eps_.assign(size, nullptr);
   Status st;
   {
@@ -146,6 +154,55 @@ UcxTransport::~UcxTransport() {
       }
     }
   }
+}
+
+Status UcxTransport::connect(double timeout_s) {
+  std::vector<void*> flushing;
+  {
+    LockGuard g(worker_);
+    for (ucp_ep_h ep : eps_) {
+      if (ep == nullptr) continue;
+      ucp_request_param_t p{};
+      void* req = ucp_ep_flush_nbx(ep, &p);
+      if (UCS_PTR_IS_ERR(req)) {
+        return error(COLLX_ERR_TRANSPORT, "rank %d: connecting endpoints failed: %s", rank(),
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+      }
+      if (req != nullptr) flushing.push_back(req);
+    }
+  }
+  ucs_status_t failure = UCS_OK;
+  auto all_done = [&] {
+    bool done = true;
+    for (void*& req : flushing) {
+      if (req == nullptr) continue;
+      const ucs_status_t s = ucp_request_check_status(req);
+      if (s == UCS_INPROGRESS) {
+        done = false;
+        continue;
+      }
+      if (s != UCS_OK) failure = s;
+      ucp_request_free(req);
+      req = nullptr;
+    }
+    return done;
+  };
+  if (!worker_.progress_until(all_done, timeout_s)) {
+    LockGuard g(worker_);
+    for (void* req : flushing) {
+      if (req != nullptr) {
+        ucp_request_cancel(worker_.worker(), req);
+        ucp_request_free(req);
+      }
+    }
+    return error(COLLX_ERR_TIMEOUT, "rank %d: connecting to the peers timed out after %g s",
+                 rank(), timeout_s);
+  }
+  if (failure != UCS_OK) {
+    return error(COLLX_ERR_TRANSPORT, "rank %d: connecting endpoints failed: %s", rank(),
+                 ucs_status_string(failure));
+  }
+  return Status();
 }
 
 ucp_tag_t UcxTransport::tag(int src, uint32_t seq, uint32_t step) const {

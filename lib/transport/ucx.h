@@ -56,6 +56,10 @@ class UcxTransport final : public Transport {
                        UcxTransport** out);
   ~UcxTransport() override;
 
+  // Completes the wireup of every endpoint (so that closing one later needs nothing from the
+  // peer) and returns once every rank has; called by every rank after create().
+  Status connect(double timeout_s);
+
  protected:
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
