@@ -225,3 +225,38 @@ TEST_CASE("avg divides the sum by the number of ranks") {
   REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_SUM, &red).ok());
   CHECK(red.finalize == nullptr);
 }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace {
+__attribute__((target("f16c"))) uint32_t hw_to_float_bits(uint16_t h) {
+  return std::bit_cast<uint32_t>(_cvtsh_ss(h));
+}
+__attribute__((target("f16c"))) uint16_t hw_to_half(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+}  // namespace
+
+TEST_CASE("software float16 conversions give the same bits as F16C, NaNs included") {
+  if (!__builtin_cpu_supports("f16c")) {
+    WARN("no F16C on this CPU: hardware comparison skipped");
+    return;
+  }
+  int mismatches = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    if (std::bit_cast<uint32_t>(to_float(Float16{static_cast<uint16_t>(h)})) !=
+        hw_to_float_bits(static_cast<uint16_t>(h))) {
+      ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
+  mismatches = 0;
+  // Every float exponent, mantissas around the half rounding boundaries, NaN payloads.
+  for (uint64_t bits = 0; bits < (1ull << 32); bits += 0x1001ull * 7) {
+    const auto f = std::bit_cast<float>(static_cast<uint32_t>(bits));
+    if (to_float16(f).bits != hw_to_half(f)) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+#endif

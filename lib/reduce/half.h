@@ -1,5 +1,6 @@
-// float16 and bfloat16 <-> float, round-to-nearest-even, branch-light so loops vectorise.
-// NaN converts to the canonical quiet NaN of the narrow type (the payload is not kept).
+// float16 and bfloat16 <-> float, round-to-nearest-even. NaNs come out quiet with their sign
+// and top payload bits, exactly as x86's F16C instructions do, so the scalar and the F16C
+// kernels give identical bits.
 #pragma once
 
 #include <bit>
@@ -20,7 +21,8 @@ inline float to_float(Float16 h) {
   const uint32_t exp = u & (0x7c00u << 13);
   u += (127u - 15u) << 23;
   if (exp == (0x7c00u << 13)) {
-    u += (128u - 16u) << 23;  // inf / NaN
+    u += (128u - 16u) << 23;  // inf / NaN; a NaN comes out quiet (as F16C's vcvtph2ps)
+    if (u & 0x7fffffu) u |= 0x400000u;
   } else if (exp == 0) {
     u += 1u << 23;  // zero / subnormal: renormalise through a float subtraction
     u = std::bit_cast<uint32_t>(std::bit_cast<float>(u) - std::bit_cast<float>(113u << 23));
@@ -35,7 +37,8 @@ inline Float16 to_float16(float value) {
   f ^= sign;
   uint32_t o;
   if (f >= ((127u + 16u) << 23)) {
-    o = f > (255u << 23) ? 0x7e00u : 0x7c00u;  // NaN -> qNaN, too large -> inf
+    // NaN -> quiet NaN keeping the top payload bits (as F16C's vcvtps2ph does), else inf.
+    o = f > (255u << 23) ? (0x7e00u | ((f >> 13) & 0x1ffu)) : 0x7c00u;
   } else if (f < (113u << 23)) {
     // Subnormal or zero: let the FPU round (RNE) by adding a magic number.
     const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
@@ -50,12 +53,12 @@ inline Float16 to_float16(float value) {
 
 inline float to_float(BFloat16 h) { return std::bit_cast<float>(static_cast<uint32_t>(h.bits) << 16); }
 
+// Branch-free so that loops over it vectorise: a NaN is quieted (sign and top payload kept).
 inline BFloat16 to_bfloat16(float value) {
   const uint32_t f = std::bit_cast<uint32_t>(value);
-  if ((f & 0x7fffffffu) > 0x7f800000u) {
-    return BFloat16{static_cast<uint16_t>((f >> 16) | 0x40u)};  // quiet the NaN, keep its sign
-  }
-  return BFloat16{static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+  const uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (f >> 16) | 0x40u;
+  return BFloat16{static_cast<uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
 }
 
 }  // namespace collx
