@@ -87,8 +87,8 @@ void half_kernel(void* dst, const void* a, const void* b, size_t n) {
 }
 
 #if defined(__x86_64__)
-// float16 with F16C (every x86-64-v3 CPU): 8 lanes converted in hardware, the same IEEE float
-// operations as the scalar kernel, rounded back RNE: bitwise the same results.
+// float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU): 8 lanes at a time, the same IEEE
+// float operations as the scalar kernel, rounded back RNE: bitwise the same results.
 struct VecSum {
   __attribute__((target("avx2,f16c"))) static __m256 apply(__m256 a, __m256 b) {
     return _mm256_add_ps(a, b);
@@ -107,20 +107,41 @@ struct VecPick {
   }
 };
 
-template <typename V, typename Op>
-__attribute__((target("avx2,f16c"))) void f16c_kernel(void* dst, const void* a, const void* b,
-                                                      size_t n) {
-  auto* d = static_cast<uint16_t*>(dst);
-  const auto* x = static_cast<const uint16_t*>(a);
-  const auto* y = static_cast<const uint16_t*>(b);
+// 8 narrow values <-> 8 floats. float16 through F16C; bfloat16 is the top half of a float,
+// rounded to nearest-even with integer arithmetic, NaNs quieted (as in half.h).
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const Float16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+__attribute__((target("avx2,f16c"))) inline void store8(Float16* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const BFloat16* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+__attribute__((target("avx2,f16c"))) inline void store8(BFloat16* p, __m256 v) {
+  const __m256i f = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(0x40));
+  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(f, _mm256_set1_epi32(0x7fffffff)),
+                                            _mm256_set1_epi32(0x7f800000));
+  const __m256i w = _mm256_blendv_epi8(rounded, quiet, is_nan);
+  // Pack the eight 32-bit lanes (each < 2^16) into 16 bits, in order.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0xd8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
+
+template <typename H, typename V, typename Op>
+__attribute__((target("avx2,f16c"))) void avx2_half_kernel(void* dst, const void* a,
+                                                           const void* b, size_t n) {
+  H* d = static_cast<H*>(dst);
+  const H* x = static_cast<const H*>(a);
+  const H* y = static_cast<const H*>(b);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 vx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    const __m256 vy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
-                     _mm256_cvtps_ph(V::apply(vx, vy), _MM_FROUND_TO_NEAREST_INT));
-  }
-  half_kernel<Float16, Op>(d + i, x + i, y + i, n - i);
+  for (; i + 8 <= n; i += 8) store8(d + i, V::apply(load8(x + i), load8(y + i)));
+  half_kernel<H, Op>(d + i, x + i, y + i, n - i);
 }
 
 bool have_f16c() {
@@ -149,12 +170,12 @@ ReduceFn pick(collx_op_t op) {
   constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
   if constexpr (kHalf) {
 #if defined(__x86_64__)
-    if (std::is_same_v<T, Float16> && have_f16c()) {
+    if (have_f16c()) {
       switch (op) {
-        case COLLX_SUM: case COLLX_AVG: return f16c_kernel<VecSum, Sum>;
-        case COLLX_PROD: return f16c_kernel<VecProd, Prod>;
-        case COLLX_MIN: return f16c_kernel<VecPick<_CMP_LT_OQ>, Min>;
-        case COLLX_MAX: return f16c_kernel<VecPick<_CMP_GT_OQ>, Max>;
+        case COLLX_SUM: case COLLX_AVG: return avx2_half_kernel<T, VecSum, Sum>;
+        case COLLX_PROD: return avx2_half_kernel<T, VecProd, Prod>;
+        case COLLX_MIN: return avx2_half_kernel<T, VecPick<_CMP_LT_OQ>, Min>;
+        case COLLX_MAX: return avx2_half_kernel<T, VecPick<_CMP_GT_OQ>, Max>;
         default: return nullptr;
       }
     }
