@@ -37,7 +37,7 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.timeout_s == 300);
   CHECK(c.algo == "auto");
   CHECK(c.tune.empty());
-  CHECK(c.ring_segment == 64 << 10);
+  CHECK(c.ring_segment == 256 << 10);
 
   REQUIRE(load({"COLLX_TIMEOUT=2.5", "COLLX_RING_SEGMENT=1M", "COLLX_SPIN=0"}, &c).ok());
   CHECK(c.timeout_s == 2.5);

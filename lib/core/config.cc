@@ -22,7 +22,7 @@ const ConfigRow kRows[] = {
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
      "must cover 0-inf without gaps or overlaps)."},
-    {"COLLX_RING_SEGMENT", "bytes", "64K",
+    {"COLLX_RING_SEGMENT", "bytes", "256K",
      "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
      "that sends, receives and reductions overlap."},
     {"COLLX_SPIN", "count", "200",

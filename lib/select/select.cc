@@ -94,12 +94,19 @@ Status parse_tune(std::string_view s, Selection* out) {
 }
 
 Selection default_selection(int comm_size) {
-  // Measured on the 2-core development machine with 2 ranks (docs/PERFORMANCE.md). Larger
-  // communicators keep the textbook shape: latency-bound below 8K, Rabenseifner while its
-  // 2 lg p messages are cheaper than the ring's 2(p-1), ring for the largest messages.
+  // Larger communicators keep the textbook shape until they are measured on a machine with
+  // enough cores: latency-bound below 8K, Rabenseifner while its 2 lg p messages cost less
+  // than the ring's 2(p-1), ring for the largest messages.
+  // Two ranks (docs/PERFORMANCE.md, medians of 3 runs): recursive doubling is one exchange
+  // and wins below 1M except at 16K, where its single message crosses UCX's rendezvous
+  // threshold and Rabenseifner's two halves do not; from 4M the pipelined ring wins.
   Selection sel;
   if (comm_size <= 2) {
-    sel.ranges = {{0, 16 << 10, Algo::kRecursiveDoubling}, {16 << 10, kInf, Algo::kRing}};
+    sel.ranges = {{0, 16 << 10, Algo::kRecursiveDoubling},
+                  {16 << 10, 32 << 10, Algo::kRabenseifner},
+                  {32 << 10, 1 << 20, Algo::kRecursiveDoubling},
+                  {1 << 20, 4 << 20, Algo::kRabenseifner},
+                  {4 << 20, kInf, Algo::kRing}};
   } else {
     sel.ranges = {{0, 8 << 10, Algo::kRecursiveDoubling},
                   {8 << 10, 1 << 20, Algo::kRabenseifner},

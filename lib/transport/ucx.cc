@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <chrono>
-#include <cstdlib>
 
 namespace collx {
 
@@ -42,13 +41,6 @@ Status UcxWorker::create(UcxWorker** out) {
   if (s != UCS_OK) {
     delete w;
     return ucx_error("ucp_config_read", s);
-  }
-  // Rendezvous by put: the sender copies into the receiver's buffer, so in a pipelined
-  // algorithm the copy of segment k+1 (sender's core) overlaps the reduction of segment k
-  // (receiver's core); with get, the receiver would do both. Measured in docs/PERFORMANCE.md.
-  // Only our own context is changed, and only if the user did not choose.
-  if (std::getenv("UCX_RNDV_SCHEME") == nullptr) {
-    ucp_config_modify(config, "RNDV_SCHEME", "put_zcopy");
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
