@@ -33,6 +33,33 @@ bool UcxWorker::progress_until(F done, double seconds) {
   }
 }
 
+bool UcxWorker::complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure) {
+  auto all_done = [&] {
+    bool done = true;
+    for (void*& req : reqs) {
+      if (req == nullptr) continue;
+      const ucs_status_t s = ucp_request_check_status(req);
+      if (s == UCS_INPROGRESS) {
+        done = false;
+        continue;
+      }
+      if (s != UCS_OK) *failure = s;
+      ucp_request_free(req);
+      req = nullptr;
+    }
+    return done;
+  };
+  if (progress_until(all_done, seconds)) return true;
+  LockGuard g(*this);
+  for (void*& req : reqs) {
+    if (req == nullptr) continue;
+    ucp_request_cancel(worker_, req);
+    ucp_request_free(req);
+    req = nullptr;
+  }
+  return false;
+}
+
 Status UcxWorker::create(UcxWorker** out) {
   UcxWorker* w = new (std::nothrow) UcxWorker();
   if (w == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating the UCX worker");
@@ -125,27 +152,8 @@ UcxTransport::~UcxTransport() {
       if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
     }
   }
-  auto all_closed = [&] {
-    for (void*& req : closing) {
-      if (req != nullptr && ucp_request_check_status(req) != UCS_INPROGRESS) {
-        ucp_request_free(req);
-        req = nullptr;
-      }
-    }
-    for (void* req : closing) {
-      if (req != nullptr) return false;
-    }
-    return true;
-  };
-  if (!worker_.progress_until(all_closed, close_timeout_s_)) {
-    LockGuard g(worker_);
-    for (void* req : closing) {
-      if (req != nullptr) {
-        ucp_request_cancel(worker_.worker(), req);
-        ucp_request_free(req);
-      }
-    }
-  }
+  ucs_status_t ignored;
+  worker_.complete_all(closing, close_timeout_s_, &ignored);
 }
 
 Status UcxTransport::connect(double timeout_s) {
@@ -164,29 +172,7 @@ Status UcxTransport::connect(double timeout_s) {
     }
   }
   ucs_status_t failure = UCS_OK;
-  auto all_done = [&] {
-    bool done = true;
-    for (void*& req : flushing) {
-      if (req == nullptr) continue;
-      const ucs_status_t s = ucp_request_check_status(req);
-      if (s == UCS_INPROGRESS) {
-        done = false;
-        continue;
-      }
-      if (s != UCS_OK) failure = s;
-      ucp_request_free(req);
-      req = nullptr;
-    }
-    return done;
-  };
-  if (!worker_.progress_until(all_done, timeout_s)) {
-    LockGuard g(worker_);
-    for (void* req : flushing) {
-      if (req != nullptr) {
-        ucp_request_cancel(worker_.worker(), req);
-        ucp_request_free(req);
-      }
-    }
+  if (!worker_.complete_all(flushing, timeout_s, &failure)) {
     return error(COLLX_ERR_TIMEOUT, "rank %d: connecting to the peers timed out after %g s",
                  rank(), timeout_s);
   }

@@ -34,6 +34,11 @@ class UcxWorker {
   template <typename F>
   bool progress_until(F done, double seconds);
 
+  // Progresses until every request in `reqs` (null entries: already complete) completes, and
+  // frees them; past `seconds`, cancels and frees the rest. Returns false on timeout; sets
+  // *failure to the last error status a request completed with.
+  bool complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure);
+
  private:
   UcxWorker() = default;
   ucp_context_h context_ = nullptr;
