@@ -2,7 +2,7 @@
 // paths (reduction kernels, IPC allreduce) will join it here.
 #include <cuda_runtime.h>
 
-extern "C" int collx_cuda_device_count(void) {
+extern "C" __attribute__((visibility("hidden"))) int collx_cuda_device_count(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
