@@ -26,6 +26,8 @@ struct Config {
   std::string tune;
   size_t ring_segment = 0;
   int spin = 0;
+  bool mpi = true;           // PMPI interposer on
+  bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
 };
 
 // Reads the COLLX_* variables of `env` (an environ-style array; the process environment when

@@ -1,0 +1,221 @@
+// libcollx_mpi.so: MPI_Allreduce through libcollx for unmodified MPI programs (MPICH ABI),
+//   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so ./app
+//
+// A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
+// communicator (bootstrapped with PMPI_Allgather on it), cached on it with an attribute whose
+// delete callback destroys it (MPI_Comm_free, or MPI_Finalize for those still alive), so dups,
+// splits and reordered communicators each get their own. Contiguous predefined integer and
+// floating types with sum/prod/min/max/band/bor/bxor take the fast path; everything else, and
+// everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged.
+//
+// Threads: under MPI_THREAD_MULTIPLE every call is passed through (documented): creating
+// communicators lazily from several threads at once could order the bootstrap allgathers
+// differently on different ranks.
+#include <mpi.h>
+
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#include "collx/collx.h"
+#include "collx/collx_mpi.h"
+#include "core/config.h"
+
+namespace {
+
+enum Reason {
+  kServed,
+  kDisabled,        // COLLX_MPI=0
+  kNotReady,        // collx_init or the configuration failed
+  kThreadMultiple,  // MPI_THREAD_MULTIPLE
+  kIntercomm,
+  kDatatype,        // not a predefined type with an exact libcollx equivalent
+  kOp,              // user-defined, logical, MAXLOC/MINLOC, or not defined for the type
+  kCommFailed,      // libcollx could not create or use a communicator for it
+  kReasonCount
+};
+const char* const kReasonNames[] = {"served by libcollx", "COLLX_MPI=0",
+                                    "libcollx not initialised", "MPI_THREAD_MULTIPLE",
+                                    "intercommunicator", "datatype", "op",
+                                    "communicator unusable"};
+
+struct State {
+  bool enabled = false;  // interception on and libcollx initialised
+  bool verbose = false;
+  bool thread_multiple = false;
+  Reason off_reason = kNotReady;
+  int keyval = MPI_KEYVAL_INVALID;
+  long long counts[kReasonCount] = {};
+  std::vector<MPI_Comm> comms;  // with a libcollx communicator, in creation order
+};
+State g;
+
+struct Cached {
+  collx_comm_t comm = nullptr;  // null: creation failed, always pass through
+};
+
+int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
+  auto* c = static_cast<Cached*>(value);
+  if (c->comm != nullptr) collx_comm_destroy(c->comm);  // collective, like MPI_Comm_free
+  delete c;
+  for (size_t i = 0; i < g.comms.size(); ++i) {
+    if (g.comms[i] == mpi_comm) {
+      g.comms.erase(g.comms.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+void after_init(int provided) {
+  collx::Config config;
+  const collx::Status st = collx::load_config(&config);
+  g.verbose = st.ok() && config.mpi_verbose;
+  g.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+  if (st.ok() && !config.mpi) {
+    g.off_reason = kDisabled;
+    return;
+  }
+  if (!st.ok() || collx_init() != COLLX_SUCCESS) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+      std::fprintf(stderr, "libcollx_mpi: interception off: %s\n",
+                   st.ok() ? collx_last_error() : st.message().c_str());
+    }
+    return;
+  }
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &g.keyval, nullptr);
+  g.enabled = true;
+}
+
+bool to_dtype(MPI_Datatype t, collx_dtype_t* d) {
+  struct Map {
+    MPI_Datatype mpi;
+    collx_dtype_t collx;
+  };
+  // MPICH's char is signed (MPI_CHAR with MPI_SUM wraps like signed char there).
+  static const Map kMap[] = {
+      {MPI_CHAR, COLLX_INT8},           {MPI_SIGNED_CHAR, COLLX_INT8},
+      {MPI_UNSIGNED_CHAR, COLLX_UINT8}, {MPI_SHORT, COLLX_INT16},
+      {MPI_UNSIGNED_SHORT, COLLX_UINT16}, {MPI_INT, COLLX_INT32},
+      {MPI_UNSIGNED, COLLX_UINT32},     {MPI_LONG, sizeof(long) == 8 ? COLLX_INT64 : COLLX_INT32},
+      {MPI_UNSIGNED_LONG, sizeof(long) == 8 ? COLLX_UINT64 : COLLX_UINT32},
+      {MPI_LONG_LONG, COLLX_INT64},     {MPI_UNSIGNED_LONG_LONG, COLLX_UINT64},
+      {MPI_INT8_T, COLLX_INT8},         {MPI_UINT8_T, COLLX_UINT8},
+      {MPI_INT16_T, COLLX_INT16},       {MPI_UINT16_T, COLLX_UINT16},
+      {MPI_INT32_T, COLLX_INT32},       {MPI_UINT32_T, COLLX_UINT32},
+      {MPI_INT64_T, COLLX_INT64},       {MPI_UINT64_T, COLLX_UINT64},
+      {MPI_FLOAT, COLLX_FLOAT32},       {MPI_DOUBLE, COLLX_FLOAT64},
+  };
+  for (const Map& m : kMap) {
+    if (m.mpi == t) {
+      *d = m.collx;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool to_op(MPI_Op op, collx_dtype_t d, collx_op_t* o) {
+  const bool is_float = d == COLLX_FLOAT32 || d == COLLX_FLOAT64;
+  if (op == MPI_SUM) *o = COLLX_SUM;
+  else if (op == MPI_PROD) *o = COLLX_PROD;
+  else if (op == MPI_MIN) *o = COLLX_MIN;
+  else if (op == MPI_MAX) *o = COLLX_MAX;
+  else if (op == MPI_BAND && !is_float) *o = COLLX_BAND;
+  else if (op == MPI_BOR && !is_float) *o = COLLX_BOR;
+  else if (op == MPI_BXOR && !is_float) *o = COLLX_BXOR;
+  else return false;  // MPI's own answer, or its own error, for everything else
+  return true;
+}
+
+// The libcollx communicator for `comm`, created on first use; null if it cannot serve.
+collx_comm_t collx_for(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
+  if (found) return static_cast<Cached*>(value)->comm;
+  auto* c = new Cached();
+  if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) c->comm = nullptr;
+  PMPI_Comm_set_attr(comm, g.keyval, c);
+  g.comms.push_back(comm);
+  return c->comm;
+}
+
+Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
+                collx_op_t* o) {
+  if (!g.enabled) return g.off_reason;
+  if (g.thread_multiple) return kThreadMultiple;
+  int inter = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
+    return kIntercomm;  // (a null communicator gets MPI's own error)
+  }
+  if (!to_dtype(datatype, d)) return kDatatype;
+  if (!to_op(op, *d, o)) return kOp;
+  return kServed;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) after_init(MPI_THREAD_SINGLE);
+  return rc;
+}
+
+__attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** argv, int required,
+                                                           int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) after_init(*provided);
+  return rc;
+}
+
+__attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, void* recvbuf,
+                                                         int count, MPI_Datatype datatype,
+                                                         MPI_Op op, MPI_Comm comm) {
+  collx_dtype_t d = COLLX_INT8;
+  collx_op_t o = COLLX_SUM;
+  Reason why = count < 0 ? kDatatype : classify(datatype, op, comm, &d, &o);
+  collx_comm_t c = nullptr;
+  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
+  ++g.counts[why];
+  if (why != kServed) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
+    return MPI_SUCCESS;
+  }
+  // As MPI does: through the communicator's error handler (fatal by default).
+  std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce failed: %s\n", collx_last_error());
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+__attribute__((visibility("default"))) int MPI_Finalize(void) {
+  if (g.enabled) {
+    // Destroy in creation order: the same relative order on every rank of each communicator.
+    while (!g.comms.empty()) PMPI_Comm_delete_attr(g.comms.front(), g.keyval);
+    PMPI_Comm_free_keyval(&g.keyval);
+    collx_finalize();
+  }
+  if (g.verbose) {
+    long long total[kReasonCount] = {};
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Reduce(g.counts, total, kReasonCount, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      long long passed = 0;
+      for (int i = 1; i < kReasonCount; ++i) passed += total[i];
+      std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce calls (all ranks): %lld served, %lld passed through\n",
+                   total[kServed], passed);
+      for (int i = 1; i < kReasonCount; ++i) {
+        if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
+      }
+    }
+  }
+  return PMPI_Finalize();
+}
+
+}  // extern "C"
