@@ -27,7 +27,7 @@ struct Options {
   int iters = 1000, warmup = 100;           // sizes up to 8 KiB
   int iters_large = 100, warmup_large = 10;  // larger sizes
   int rounds = 5;
-  bool full = false, validate = false, compare = false;
+  bool full = false, validate = false, compare = false, compare_pmpi = false;
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -59,7 +59,10 @@ void usage(const char* prog) {
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
-               "  --algo: recursive_doubling | rabenseifner | ring (default: the selection table)\n",
+               "  --algo: recursive_doubling | rabenseifner | ring (default: the selection table)\n"
+               "  --compare-pmpi: also time PMPI_Allreduce (the MPI library itself, never\n"
+               "         intercepted); run under LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then\n"
+               "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n",
                prog);
 }
 
@@ -98,6 +101,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->algo = argv[++i];
     } else if (a == "--compare-mpi") {
       o->compare = true;
+    } else if (a == "--compare-pmpi") {
+      o->compare = o->compare_pmpi = true;
     } else {
       return false;
     }
@@ -196,6 +201,7 @@ int main(int argc, char** argv) {
     if (o.full) std::printf(" %16s %16s %10s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     std::printf(" %12s", "BusBW(GB/s)");
     if (compare) std::printf(" %14s %10s", "MPI Avg(us)", "collx/MPI");
+    if (o.compare_pmpi) std::printf(" %14s %10s", "PMPI Avg(us)", "MPI/PMPI");
     std::printf("  %-20s", "Algorithm");
     if (o.validate) std::printf(" %10s", "Validation");
     std::printf("\n");
@@ -230,11 +236,17 @@ int main(int argc, char** argv) {
         MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
       }
     };
+    auto run_pmpi = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        PMPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
+      }
+    };
     run_collx(warmup);
     check();
     if (compare) run_mpi(warmup);
+    if (o.compare_pmpi) run_pmpi(warmup);
 
-    std::vector<double> lat_c, lat_m;
+    std::vector<double> lat_c, lat_m, lat_p;
     for (int round = 0; round < o.rounds; ++round) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
@@ -246,16 +258,24 @@ int main(int argc, char** argv) {
         run_mpi(iters);
         lat_m.push_back((MPI_Wtime() - t0) * 1e6 / iters);
       }
+      if (o.compare_pmpi) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        run_pmpi(iters);
+        lat_p.push_back((MPI_Wtime() - t0) * 1e6 / iters);
+      }
     }
     run_collx(1);
     check();
 
     const double mine = median(lat_c), mine_mpi = compare ? median(lat_m) : 0;
-    double sum = 0, mn = 0, mx = 0, sum_mpi = 0;
+    const double mine_pmpi = o.compare_pmpi ? median(lat_p) : 0;
+    double sum = 0, mn = 0, mx = 0, sum_mpi = 0, sum_pmpi = 0;
     MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine_mpi, &sum_mpi, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine_pmpi, &sum_pmpi, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     int ok = valid ? 1 : 0, all_ok = 0;
     MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
     if (rank == 0) {
@@ -265,6 +285,7 @@ int main(int argc, char** argv) {
       if (o.full) std::printf(" %16.2f %16.2f %10d", mn, mx, iters * o.rounds);
       std::printf(" %12.3f", busbw);
       if (compare) std::printf(" %14.2f %10.3f", avg_mpi, avg / avg_mpi);
+      if (o.compare_pmpi) std::printf(" %14.2f %10.3f", sum_pmpi / p, avg_mpi / (sum_pmpi / p));
       std::printf("  %-20s", collx_comm_algorithm(comm, bytes));
       if (o.validate) std::printf(" %10s", all_ok ? "Pass" : "Fail");
       std::printf("\n");
