@@ -154,6 +154,25 @@ void nonblocking() {
   expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
 }
 
+// COLLX_CHECK=1 over UCX: a count mismatch is an error on every rank, and the communicator
+// works afterwards.
+void check_mode() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  setenv("COLLX_CHECK", "1", 1);
+  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  unsetenv("COLLX_CHECK");
+  std::vector<int32_t> v(100, 1);
+  const size_t count = g_rank == p - 1 ? 50 : 100;
+  expect(collx_allreduce(COLLX_IN_PLACE, v.data(), count, COLLX_INT32, COLLX_SUM, c) ==
+                 COLLX_ERR_MISMATCH &&
+             std::strstr(collx_last_error(), "count 50") != nullptr && v[0] == 1,
+         "COLLX_CHECK count mismatch");
+  expect(collx_allreduce(COLLX_IN_PLACE, v.data(), 100, COLLX_INT32, COLLX_SUM, c) == 0 && v[99] == p,
+         "COLLX_CHECK agreement afterwards");
+  expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+}
+
 void bad_config() {
   setenv("COLLX_TUNE", "0-4K:ring,4K-inf:turbo", 1);
   collx_comm_t c = nullptr;
@@ -198,6 +217,7 @@ int main(int argc, char** argv) {
   }
   several_comms();
   nonblocking();
+  check_mode();
   bad_config();
   expect(collx_finalize() == COLLX_SUCCESS, "finalize");
   int totals[2] = {g_passed, g_failed}, sums[2] = {0, 0};

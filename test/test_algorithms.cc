@@ -193,3 +193,38 @@ TEST_CASE("non-blocking operations complete in posting order, waited in any orde
     }
   });
 }
+
+TEST_CASE("COLLX_CHECK: a disagreement is a mismatch on every rank, naming rank and calls") {
+  for (int p : {2, 3, 5}) {
+    Config c = config_for("ring");
+    c.check = true;
+    c.timeout_s = 5;
+    run_ranks(p, {c}, [&](int rank, std::vector<Comm*>& comms) {
+      std::vector<float> v(64, 1.f);
+      Reducer sum, max;
+      TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &sum).ok());
+      TCHECK(make_reducer(COLLX_FLOAT32, COLLX_MAX, &max).ok());
+      // Agreement: runs normally, result exact.
+      Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), 64, sum, COLLX_FLOAT32, COLLX_SUM});
+      TCHECK(st.ok());
+      TCHECK(v[63] == static_cast<float>(p));
+      // The last rank disagrees on the count (and a count of 0 still takes part).
+      const size_t count = rank == p - 1 ? 0 : 10;
+      st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, sum, COLLX_FLOAT32, COLLX_SUM});
+      TCHECK(st.code() == COLLX_ERR_MISMATCH);
+      TCHECK(st.message().find("rank " + std::to_string(p - 1) + " with count 0") != std::string::npos);
+      TCHECK(st.message().find("rank 0 called with count 10") != std::string::npos);
+      TCHECK(v[0] == static_cast<float>(p));  // untouched
+      // Rank 1 disagrees on the op; the communicator is still usable afterwards.
+      const bool odd = rank == 1;
+      st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), 64, odd ? max : sum, COLLX_FLOAT32,
+                                           odd ? COLLX_MAX : COLLX_SUM});
+      TCHECK(st.code() == COLLX_ERR_MISMATCH);
+      TCHECK(st.message().find("rank 1 with count 64, float32, max") != std::string::npos);
+      std::fill(v.begin(), v.end(), 2.f);
+      st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), 64, sum, COLLX_FLOAT32, COLLX_SUM});
+      TCHECK(st.ok());
+      TCHECK(v[5] == 2.f * static_cast<float>(p));
+    });
+  }
+}

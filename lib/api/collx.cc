@@ -71,7 +71,7 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
                  "use COLLX_IN_PLACE for in-place",
                  fn, s > r ? s - r : r - s, bytes);
   }
-  *out = collx::AllreduceOp{send, recvbuf, count, red};
+  *out = collx::AllreduceOp{send, recvbuf, count, red, dtype, op};
   return Status();
 }
 

@@ -127,12 +127,23 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
   const auto* send = static_cast<const uint8_t*>(op.send);
   auto* recv = static_cast<uint8_t*>(op.recv);
   const size_t bytes = op.count * op.red.elem_size;
-  if (op.count == 0) return Status();
   if (p == 1) {
-    if (send != recv) std::memcpy(recv, send, bytes);
+    if (send != recv && bytes != 0) std::memcpy(recv, send, bytes);
     return Status();
   }
+  if (op.count == 0 && !config_.check) return Status();
   transport_->begin_op(seq, config_.timeout_s, config_.spin);
+  if (config_.check) {
+    Status agree = check_agreement(op, seq);
+    if (!agree.ok()) {
+      // A disagreement found by the check leaves nothing in flight: the communicator stays
+      // usable. Any other error (timeout, peer failure) does not.
+      agree = transport_->end_op(std::move(agree));
+      if (agree.code() != COLLX_ERR_MISMATCH) failed_ = agree;
+      return agree;
+    }
+  }
+  if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
                            scratch_,    config_.ring_segment};
   Status st = transport_->end_op(run_allreduce(selection_.pick(bytes), args));
@@ -142,6 +153,57 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
   }
   if (op.red.finalize != nullptr) op.red.finalize(recv, op.count, p);
   return st;
+}
+
+// COLLX_CHECK: one small allreduce (min of each field and of its negation) tells whether all
+// ranks agree; only on disagreement two more find the first rank that differs and its call.
+// Runs in the collective's own sequence number, on steps above the algorithms' range.
+Status Comm::check_agreement(const AllreduceOp& op, uint32_t seq) {
+  constexpr int kFields = 4;
+  const int r = rank();
+  const int64_t sig[kFields] = {static_cast<int64_t>(op.count), op.dtype, op.op,
+                                op.send == op.recv ? 1 : 0};
+  Reducer min, sum;
+  COLLX_TRY(make_reducer(COLLX_INT64, COLLX_MIN, &min));
+  COLLX_TRY(make_reducer(COLLX_INT64, COLLX_SUM, &sum));
+  uint32_t base = 0xf000;
+  auto allreduce = [&](int64_t* v, size_t n, const Reducer& red) {
+    transport_->set_step_base(base);
+    base += 0x100;
+    return allreduce_recursive_doubling(
+        AllreduceArgs{*transport_, red, reinterpret_cast<uint8_t*>(v),
+                      reinterpret_cast<uint8_t*>(v), n, scratch_, config_.ring_segment});
+  };
+  int64_t range[2 * kFields];
+  for (int i = 0; i < kFields; ++i) range[i] = sig[i], range[kFields + i] = -sig[i];
+  COLLX_TRY(allreduce(range, 2 * kFields, min));
+  bool agree = true;
+  for (int i = 0; i < kFields; ++i) agree = agree && range[i] == -range[kFields + i];
+  transport_->set_step_base(0);
+  if (agree) return Status();
+
+  int64_t ref[kFields];  // rank 0's call
+  for (int i = 0; i < kFields; ++i) ref[i] = r == 0 ? sig[i] : 0;
+  COLLX_TRY(allreduce(ref, kFields, sum));
+  int64_t first = INT64_MAX;
+  for (int i = 0; i < kFields; ++i) {
+    if (sig[i] != ref[i]) first = r;
+  }
+  COLLX_TRY(allreduce(&first, 1, min));
+  int64_t other[kFields];
+  for (int i = 0; i < kFields; ++i) other[i] = r == first ? sig[i] : 0;
+  COLLX_TRY(allreduce(other, kFields, sum));
+  transport_->set_step_base(0);
+  auto describe = [](const int64_t* v) {
+    return format("count %lld, %s, %s, %s", static_cast<long long>(v[0]),
+                  collx_dtype_name(static_cast<collx_dtype_t>(v[1])),
+                  collx_op_name(static_cast<collx_op_t>(v[2])), v[3] ? "in-place" : "out-of-place");
+  };
+  return error(COLLX_ERR_MISMATCH,
+               "rank %d: COLLX_CHECK: ranks disagree on collective #%u: rank 0 called with %s, "
+               "rank %lld with %s",
+               r, seq, describe(ref).c_str(), static_cast<long long>(first),
+               describe(other).c_str());
 }
 
 Status Comm::run_barrier() {

@@ -26,6 +26,8 @@ struct AllreduceOp {
   void* recv;
   size_t count;
   Reducer red;
+  collx_dtype_t dtype = COLLX_FLOAT32;  // what the caller asked for (COLLX_CHECK reports it)
+  collx_op_t op = COLLX_SUM;
 };
 
 struct Request {
@@ -59,6 +61,7 @@ class Comm {
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
   Status execute(const AllreduceOp& op, uint32_t seq);
   Status run_barrier();
+  Status check_agreement(const AllreduceOp& op, uint32_t seq);
   void worker_main();
 
   std::unique_ptr<Transport> transport_;

@@ -28,6 +28,10 @@ const ConfigRow kRows[] = {
     {"COLLX_SPIN", "count", "200",
      "Progress rounds a waiting rank busy-polls before it starts yielding its core between "
      "rounds."},
+    {"COLLX_CHECK", "bool", "0",
+     "1: before each collective the ranks agree on count, dtype, op and in-place (one small "
+     "extra allreduce); a disagreement is COLLX_ERR_MISMATCH on every rank, naming the first "
+     "rank that differs and both calls. Set it on all ranks or none."},
     {"COLLX_MPI", "bool", "1",
      "Under LD_PRELOAD=libcollx_mpi.so: 0 turns interception off entirely (every "
      "MPI_Allreduce goes to the MPI library)."},
@@ -106,9 +110,9 @@ Status load_config(Config* out, char** env) {
       if (!parse_bytes(v, &c.ring_segment) || c.ring_segment == 0) {
         return bad(row.name, v, "a positive size such as 65536 or 64K");
       }
-    } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE") {
+    } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK") {
       if (v != "0" && v != "1") return bad(row.name, v, "0 or 1");
-      (name == "COLLX_MPI" ? c.mpi : c.mpi_verbose) = v == "1";
+      (name == "COLLX_MPI" ? c.mpi : name == "COLLX_CHECK" ? c.check : c.mpi_verbose) = v == "1";
     } else if (name == "COLLX_SPIN") {
       size_t n = 0;
       if (!parse_bytes(v, &n) || n > 1000000000) {

@@ -26,6 +26,7 @@ struct Config {
   std::string tune;
   size_t ring_segment = 0;
   int spin = 0;
+  bool check = false;        // agree on the call before each collective
   bool mpi = true;           // PMPI interposer on
   bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
 };

@@ -12,6 +12,7 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_count) {
                                  std::chrono::duration<double>(timeout_s));
   requests_.clear();
   first_pending_ = 0;
+  step_base_ = 0;
 }
 
 Status Transport::end_op(Status st) {
@@ -39,7 +40,7 @@ Status Transport::post_request(int peer, uint32_t step, void* buf, size_t bytes,
   r.buf = buf;
   r.bytes = bytes;
   r.peer = peer;
-  r.step = step;
+  r.step = step + step_base_;
   r.is_recv = is_recv;
   if (h != nullptr) *h = static_cast<Handle>(requests_.size() - 1);
   return post(r, seq_);

@@ -34,6 +34,10 @@ class Transport {
   // After an error: cancels and drains pending requests. Returns `st`.
   Status end_op(Status st);
 
+  // Added to every step posted until reset: a sub-collective run inside another (the call
+  // check) gets a tag range of its own.
+  void set_step_base(uint32_t base) { step_base_ = base; }
+
   Status isend(int peer, uint32_t step, const void* buf, size_t bytes, Handle* h = nullptr);
   Status irecv(int peer, uint32_t step, void* buf, size_t bytes, Handle* h = nullptr);
   Status wait(Handle h);
@@ -69,6 +73,7 @@ class Transport {
   Clock::time_point deadline_{};
   double timeout_s_ = 0;
   int spin_count_ = 1000;
+  uint32_t step_base_ = 0;
   std::vector<Request> requests_;  // capacity kept between operations: no allocation when warm
   size_t first_pending_ = 0;       // requests before this index are known complete
 };
