@@ -16,6 +16,7 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "common/mpi_finish.h"
 #include "common/pattern.h"
 
 using namespace collx::test;
@@ -220,9 +221,5 @@ int main(int argc, char** argv) {
   check_mode();
   bad_config();
   expect(collx_finalize() == COLLX_SUCCESS, "finalize");
-  int totals[2] = {g_passed, g_failed}, sums[2] = {0, 0};
-  MPI_Reduce(totals, sums, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%d passed, %d failed\n", sums[0], sums[1]);
-  MPI_Finalize();
-  return g_failed == 0 ? 0 : 1;
+  return mpi_finish(g_passed, g_failed);
 }

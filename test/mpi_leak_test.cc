@@ -13,6 +13,7 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "common/mpi_finish.h"
 
 namespace {
 
@@ -107,9 +108,5 @@ int main(int argc, char** argv) {
   for (collx_comm_t c : cs) expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
   expect(collx_finalize() == COLLX_SUCCESS, "finalize");
 
-  int local[2] = {passed, failed}, sum[2] = {0, 0};
-  MPI_Reduce(local, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("%d passed, %d failed\n", sum[0], sum[1]);
-  MPI_Finalize();
-  return failed == 0 ? 0 : 1;
+  return collx::test::mpi_finish(passed, failed);
 }

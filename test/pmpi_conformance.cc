@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include "common/mpi_finish.h"
 
 namespace {
 
@@ -194,9 +195,5 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&reversed);
     MPI_Comm_free(&self);
   }
-  int local[2] = {g_passed, g_failed}, sum[2] = {0, 0};
-  MPI_Reduce(local, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%d passed, %d failed\n", sum[0], sum[1]);
-  MPI_Finalize();
-  return g_failed == 0 ? 0 : 1;
+  return collx::test::mpi_finish(g_passed, g_failed);
 }

@@ -75,7 +75,6 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     comm_id = std::max(comm_id, h.comm_id);
     max_len = std::max(max_len, h.addr_len);
   }
-  if (comm_id > 0xffff) return error(COLLX_ERR_INTERNAL, "communicator ids exhausted");
 
   // Round 2: worker addresses, padded to the longest.
   std::vector<uint8_t> padded(max_len, 0), addr_all(static_cast<size_t>(max_len) * p.size);
