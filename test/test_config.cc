@@ -48,7 +48,7 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(s.code() == COLLX_ERR_CONFIG);
   CHECK(s.message().find("COLLX_TIMEOUTT") != std::string::npos);
   for (const char* bad : {"COLLX_TIMEOUT=abc", "COLLX_TIMEOUT=-1", "COLLX_TIMEOUT=0",
-                          "COLLX_TIMEOUT=inf", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
+                          "COLLX_TIMEOUT=inf", "COLLX_TIMEOUT=1e8", "COLLX_TIMEOUT=nan", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
                           "COLLX_SPIN=-3"}) {
     INFO(bad);
     s = load({bad}, &c);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
 #include "api/status.h"
 #include "core/comm.h"
@@ -38,6 +39,42 @@ Status to_comm(collx_comm_t handle, const char* fn, Comm** out) {
   return Status();
 }
 
+// A communicator held by one call, so that a second thread using it at the same time (or
+// destroying it) gets an error instead of corrupting its state.
+class Claim {
+ public:
+  Claim() = default;
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  ~Claim() {
+    if (c_ != nullptr) c_->release();
+  }
+  Comm* get() const { return c_; }
+  Comm* take() { return std::exchange(c_, nullptr); }  // ownership passes to the caller
+
+ private:
+  friend Status claim_comm(collx_comm_t, const char*, Claim*);
+  Comm* c_ = nullptr;
+};
+
+Status claim_comm(collx_comm_t handle, const char* fn, Claim* out) {
+  auto* c = reinterpret_cast<Comm*>(handle);
+  if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  std::lock_guard<std::mutex> g(g_comms_mu);
+  if (live_comms().count(c) == 0) {
+    return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
+                 static_cast<void*>(handle));
+  }
+  if (!c->try_claim()) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: comm %p is in use by another thread (a communicator is used by one thread "
+                 "at a time)",
+                 fn, static_cast<void*>(handle));
+  }
+  out->c_ = c;
+  return Status();
+}
+
 const char* const kDtypeNames[] = {"int8",    "uint8",    "int16",   "uint16",
                                    "int32",   "uint32",   "int64",   "uint64",
                                    "float16", "bfloat16", "float32", "float64"};
@@ -46,9 +83,9 @@ const char* const kOpNames[] = {"sum", "prod", "min", "max", "avg", "band", "bor
 
 // Everything collx_allreduce and collx_iallreduce check before touching a byte.
 Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t dtype,
-                collx_op_t op, collx_comm_t handle, const char* fn, Comm** comm,
+                collx_op_t op, collx_comm_t handle, const char* fn, Claim* comm,
                 collx::AllreduceOp* out) {
-  COLLX_TRY(to_comm(handle, fn, comm));
+  COLLX_TRY(claim_comm(handle, fn, comm));
   collx::Reducer red;
   COLLX_TRY(collx::make_reducer(dtype, op, &red));
   if (count > SIZE_MAX / red.elem_size / 2) {
@@ -145,9 +182,10 @@ collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t
 }
 
 collx_status_t collx_comm_destroy(collx_comm_t handle) {
-  Comm* c = nullptr;
-  Status st = to_comm(handle, "collx_comm_destroy", &c);
+  Claim claim;
+  Status st = claim_comm(handle, "collx_comm_destroy", &claim);
   if (!st.ok()) return report(st);
+  Comm* c = claim.take();
   {
     std::lock_guard<std::mutex> g(g_comms_mu);
     live_comms().erase(c);
@@ -175,10 +213,10 @@ collx_status_t collx_comm_size(collx_comm_t handle, int* size) {
 
 collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                collx_dtype_t dtype, collx_op_t op, collx_comm_t handle) {
-  Comm* c = nullptr;
+  Claim c;
   collx::AllreduceOp a;
   Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce", &c, &a);
-  if (st.ok()) st = c->allreduce(a);
+  if (st.ok()) st = c.get()->allreduce(a);
   return report(st);
 }
 
@@ -189,11 +227,11 @@ collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count
     return report(error(COLLX_ERR_INVALID_ARG, "collx_iallreduce: request is NULL"));
   }
   *request = nullptr;
-  Comm* c = nullptr;
+  Claim c;
   collx::AllreduceOp a;
   Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_iallreduce", &c, &a);
   collx::Request* r = nullptr;
-  if (st.ok()) st = c->iallreduce(a, &r);
+  if (st.ok()) st = c.get()->iallreduce(a, &r);
   if (st.ok()) *request = reinterpret_cast<collx_request_t>(r);
   return report(st);
 }

@@ -5,23 +5,13 @@
 #include <cstring>
 #include <vector>
 
+#include "core/bootstrap.h"
 #include "core/context.h"
 #include "transport/ucx.h"
 
 namespace collx {
 
 namespace {
-
-constexpr uint64_t kBootMagic = 0x31544f4258434c43ull;  // "CLCXBOT1"
-constexpr uint32_t kMaxAddress = 1 << 16;
-
-struct BootHeader {
-  uint64_t magic;
-  int32_t rank;
-  int32_t size;
-  uint32_t comm_id;
-  uint32_t addr_len;
-};
 
 Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv, size_t bytes,
                      const char* what) {
@@ -61,35 +51,23 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
                   static_cast<uint32_t>(my_addr.size())};
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
   COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
-  uint32_t comm_id = 0, max_len = 0;
-  for (int i = 0; i < p.size; ++i) {
-    const BootHeader& h = all[i];
-    if (h.magic != kBootMagic || h.rank != i || h.size != p.size || h.addr_len == 0 ||
-        h.addr_len > kMaxAddress || h.comm_id > 0xffff) {
-      return error(COLLX_ERR_MISMATCH,
-                   "rank %d: bootstrap data from rank %d is inconsistent (rank %d, size %d, "
-                   "address length %u); are all ranks calling collx_comm_create with the same "
-                   "size and distinct ranks?",
-                   p.rank, i, h.rank, h.size, h.addr_len);
-    }
-    comm_id = std::max(comm_id, h.comm_id);
-    max_len = std::max(max_len, h.addr_len);
-  }
+  BootAgreement agreed;
+  COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
 
   // Round 2: worker addresses, padded to the longest.
+  const uint32_t max_len = agreed.max_addr_len;
   std::vector<uint8_t> padded(max_len, 0), addr_all(static_cast<size_t>(max_len) * p.size);
   std::memcpy(padded.data(), my_addr.data(), my_addr.size());
   COLLX_TRY(oob_allgather(p, padded.data(), addr_all.data(), max_len, "worker addresses"));
-  std::vector<std::vector<uint8_t>> addrs(static_cast<size_t>(p.size));
-  for (int i = 0; i < p.size; ++i) {
-    const uint8_t* a = addr_all.data() + static_cast<size_t>(i) * max_len;
-    addrs[i].assign(a, a + all[i].addr_len);
-  }
-  ctx->commit_comm_id(static_cast<uint16_t>(comm_id));
+  std::vector<std::vector<uint8_t>> addrs;
+  COLLX_TRY(decode_addresses(addr_all.data(), addr_all.size(), all.data(), p.size, max_len,
+                             &addrs));
+  const uint16_t comm_id = agreed.comm_id;
+  ctx->commit_comm_id(comm_id);
 
   UcxTransport* t = nullptr;
-  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, static_cast<uint16_t>(comm_id),
-                                 addrs, config.timeout_s, &t));
+  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, addrs,
+                                 config.timeout_s, &t));
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->context_ = ctx;
   ctx->live_comms.fetch_add(1);
@@ -138,7 +116,7 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
       // A disagreement found by the check leaves nothing in flight: the communicator stays
       // usable. Any other error (timeout, peer failure) does not.
       agree = transport_->end_op(std::move(agree));
-      if (agree.code() != COLLX_ERR_MISMATCH) failed_ = agree;
+      if (agree.code() != COLLX_ERR_MISMATCH) fail(agree);
       return agree;
     }
   }
@@ -147,7 +125,7 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
                            scratch_,    config_.ring_segment};
   Status st = transport_->end_op(run_allreduce(selection_.pick(bytes), args));
   if (!st.ok()) {
-    failed_ = st;
+    fail(st);
     return st;
   }
   if (op.red.finalize != nullptr) op.red.finalize(recv, op.count, p);
@@ -205,11 +183,16 @@ Status Comm::check_agreement(const AllreduceOp& op, uint32_t seq) {
                describe(other).c_str());
 }
 
+void Comm::fail(const Status& st) {
+  failed_ = st;
+  transport_->mark_failed();
+}
+
 Status Comm::run_barrier() {
   if (!failed_.ok()) return failed_;
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
   Status st = transport_->end_op(barrier(*transport_));
-  if (!st.ok()) failed_ = st;
+  if (!st.ok()) fail(st);
   return st;
 }
 

@@ -49,6 +49,10 @@ class Comm {
   int size() const { return transport_->size(); }
   const Selection& selection() const { return selection_; }
 
+  // One thread at a time calls into a communicator (the C API holds it for each call).
+  bool try_claim() { return !busy_.exchange(true, std::memory_order_acquire); }
+  void release() { busy_.store(false, std::memory_order_release); }
+
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);
   // Waits for every posted operation (each bounded by its own deadline).
@@ -61,6 +65,7 @@ class Comm {
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
   Status execute(const AllreduceOp& op, uint32_t seq);
   Status run_barrier();
+  void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   void worker_main();
 
@@ -71,6 +76,7 @@ class Comm {
   Scratch scratch_;
   uint32_t next_seq_ = 0;
   Status failed_;  // first error; afterwards every call fails fast
+  std::atomic<bool> busy_{false};
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -13,8 +13,9 @@ namespace {
 
 const ConfigRow kRows[] = {
     {"COLLX_TIMEOUT", "seconds", "300",
-     "Deadline of every wait inside a collective; on expiry the call returns COLLX_ERR_TIMEOUT "
-     "naming the peer and step."},
+     "Deadline of every collective (at most 1e7 s); on expiry the call returns "
+     "COLLX_ERR_TIMEOUT naming the peer and step it waited for. A peer that dies is reported "
+     "sooner, as COLLX_ERR_PEER_FAILED."},
     {"COLLX_ALLREDUCE_ALGO", "name", "auto",
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
      "ring."},
@@ -98,8 +99,8 @@ Status load_config(Config* out, char** env) {
       char* end = nullptr;
       errno = 0;
       const double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || errno != 0 || !(d > 0) || !std::isfinite(d)) {
-        return bad(row.name, v, "a positive number of seconds");
+      if (v.empty() || *end != '\0' || errno != 0 || !(d > 0) || !(d <= kMaxTimeout)) {
+        return bad(row.name, v, "a positive number of seconds, at most 1e7");
       }
       c.timeout_s = d;
     } else if (name == "COLLX_ALLREDUCE_ALGO") {

@@ -20,6 +20,9 @@ struct ConfigRow {
 // All rows, terminated by a row with a null name.
 const ConfigRow* config_rows();
 
+// The deadline is a time point: a larger timeout would overflow the clock (and is a hang).
+constexpr double kMaxTimeout = 1e7;
+
 struct Config {
   double timeout_s = 300;
   std::string algo = "auto";

@@ -105,21 +105,23 @@ Status InprocTransport::test(Request& r) {
   return Status();
 }
 
-void InprocTransport::cancel(Request& r) {
-  auto* m = static_cast<std::shared_ptr<InprocFabric::Message>*>(r.impl);
-  {
-    InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
-    std::lock_guard<std::mutex> g(box.mu);
-    for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
-      if (it->get() == m->get()) {
-        box.posted.erase(it);
-        break;
+void InprocTransport::cancel(const std::vector<Request*>& pending) {
+  InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
+  for (Request* r : pending) {
+    auto* m = static_cast<std::shared_ptr<InprocFabric::Message>*>(r->impl);
+    {
+      std::lock_guard<std::mutex> g(box.mu);
+      for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
+        if (it->get() == m->get()) {
+          box.posted.erase(it);
+          break;
+        }
       }
     }
+    delete m;
+    r->impl = nullptr;
+    r->done = true;
   }
-  delete m;
-  r.impl = nullptr;
-  r.done = true;
 }
 
 }  // namespace collx

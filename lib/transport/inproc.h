@@ -34,7 +34,7 @@ class InprocTransport final : public Transport {
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
   void progress() override {}
-  void cancel(Request& r) override;
+  void cancel(const std::vector<Request*>& pending) override;
 
  private:
   InprocFabric& fabric_;

@@ -17,9 +17,11 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_count) {
 
 Status Transport::end_op(Status st) {
   if (!st.ok()) {
+    std::vector<Request*> pending;
     for (Request& r : requests_) {
-      if (!r.done && r.impl != nullptr) cancel(r);
+      if (!r.done && r.impl != nullptr) pending.push_back(&r);
     }
+    if (!pending.empty()) cancel(pending);
   }
   requests_.clear();
   return st;
@@ -63,9 +65,12 @@ Status Transport::wait_request(Request& r) {
     if (r.done) return Status();
     progress();
     if (round >= static_cast<uint64_t>(spin_count_)) sched_yield();
-    if ((round & 63) == 63 && Clock::now() > deadline_) {
-      return describe(r, COLLX_ERR_TIMEOUT,
-                      format("timed out after %g s waiting for", timeout_s_).c_str());
+    if ((round & 63) == 63) {
+      COLLX_TRY(peer_failure(r));
+      if (Clock::now() > deadline_) {
+        return describe(r, COLLX_ERR_TIMEOUT,
+                        format("timed out after %g s waiting for", timeout_s_).c_str());
+      }
     }
   }
 }

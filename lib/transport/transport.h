@@ -43,6 +43,9 @@ class Transport {
   Status wait(Handle h);
   Status wait_all();  // every request posted since begin_op
 
+  // The communicator failed: the transport owes its peers nothing more (close without flush).
+  virtual void mark_failed() {}
+
  protected:
   struct Request {
     void* impl = nullptr;  // transport-specific; null once complete
@@ -58,8 +61,10 @@ class Transport {
   // Completion check; sets r.done (and frees r.impl) when complete. Errors name the peer/step.
   virtual Status test(Request& r) = 0;
   virtual void progress() = 0;
-  // Best-effort cancel of a pending request; must leave r.impl null when it returns.
-  virtual void cancel(Request& r) = 0;
+  // Best-effort cancel of pending requests, bounded in time; leaves each impl null and done.
+  virtual void cancel(const std::vector<Request*>& pending) = 0;
+  // An error naming the request if its peer is known to have failed (checked while waiting).
+  virtual Status peer_failure(const Request&) const { return Status(); }
 
   Status describe(const Request& r, collx_status_t code, const char* what) const;
 

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdlib>
 
 namespace collx {
 
@@ -69,6 +70,12 @@ Status UcxWorker::create(UcxWorker** out) {
     delete w;
     return ucx_error("ucp_config_read", s);
   }
+  // Endpoints use peer error handling; UCX then checks every endpoint's peer at this
+  // interval (a dead process over shared memory is noticed by that check, not by a socket
+  // error), so a failure is reported well inside the collective's deadline.
+  if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
+    ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
@@ -117,14 +124,20 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
   if (t == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating a transport");
   t->close_timeout_s_ = timeout_s < 5 ? timeout_s : 5;  // closing after the barrier is local
   t->eps_.assign(size, nullptr);
+  t->peer_status_ = std::make_unique<std::atomic<int>[]>(size);
+  for (int i = 0; i < size; ++i) t->peer_status_[i].store(UCS_OK);
   Status st;
   {
     LockGuard g(worker);
     for (int peer = 0; peer < size && st.ok(); ++peer) {
       if (peer == rank) continue;
       ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxTransport::on_peer_error;
+      ep.err_handler.arg = t;
       ucs_status_t s = ucp_ep_create(worker.worker(), &ep, &t->eps_[peer]);
       if (s != UCS_OK) {
         st = error(COLLX_ERR_TRANSPORT, "rank %d: connecting to rank %d failed: %s", rank, peer,
@@ -141,13 +154,19 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
 }
 
 UcxTransport::~UcxTransport() {
-  // Flush and close every endpoint; past the deadline, close forcibly.
+  // Flush and close every endpoint (forcibly where the peer failed, or after an error:
+  // nothing is owed to a peer then); past the deadline, whatever is left is dropped.
   std::vector<void*> closing;
   {
     LockGuard g(worker_);
-    for (ucp_ep_h ep : eps_) {
+    for (int peer = 0; peer < size(); ++peer) {
+      ucp_ep_h ep = eps_[peer];
       if (ep == nullptr) continue;
       ucp_request_param_t p{};
+      if (force_close_ || peer_status_[peer].load() != UCS_OK) {
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      }
       void* req = ucp_ep_close_nbx(ep, &p);
       if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
     }
@@ -183,6 +202,41 @@ Status UcxTransport::connect(double timeout_s) {
   return Status();
 }
 
+void UcxTransport::on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* t = static_cast<UcxTransport*>(arg);
+  for (int peer = 0; peer < t->size(); ++peer) {
+    if (t->eps_[peer] != ep) continue;
+    t->peer_status_[peer].store(status);
+    int none = -1;
+    t->failed_peer_.compare_exchange_strong(none, peer);
+  }
+}
+
+// Every rank's data is part of every result: once any peer has failed, no collective on this
+// communicator can complete, whichever peer the caller happens to be waiting for.
+Status UcxTransport::peer_failure(const Request& r) const {
+  int failed = failed_peer_.load(std::memory_order_relaxed);
+  if (failed < 0) return Status();
+  if (peer_status_[r.peer].load() != UCS_OK) failed = r.peer;
+  const auto s = static_cast<ucs_status_t>(peer_status_[failed].load());
+  if (failed == r.peer) {
+    return describe(r, COLLX_ERR_PEER_FAILED,
+                    format("peer failed (UCX: %s) during", ucs_status_string(s)).c_str());
+  }
+  return describe(r, COLLX_ERR_PEER_FAILED,
+                  format("rank %d failed (UCX: %s) while waiting for", failed,
+                         ucs_status_string(s)).c_str());
+}
+
+Status UcxTransport::request_error(const Request& r, ucs_status_t s, const char* when) const {
+  Status failed = peer_failure(r);
+  if (!failed.ok()) return failed;
+  const bool peer_lost = s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_ENDPOINT_TIMEOUT ||
+                         s == UCS_ERR_UNREACHABLE;
+  return describe(r, peer_lost ? COLLX_ERR_PEER_FAILED : COLLX_ERR_TRANSPORT,
+                  format("UCX error (%s) %s", ucs_status_string(s), when).c_str());
+}
+
 ucp_tag_t UcxTransport::tag(int src, uint32_t seq, uint32_t step) const {
   return (ucp_tag_t{comm_id_} << 48) | (ucp_tag_t(static_cast<uint32_t>(src)) << 28) |
          (ucp_tag_t{seq & 0xfffu} << 16) | ucp_tag_t{step & 0xffffu};
@@ -209,8 +263,7 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
   }
   if (UCS_PTR_IS_ERR(req)) {
     r.done = true;
-    return describe(r, COLLX_ERR_TRANSPORT,
-                    format("UCX error (%s) posting", ucs_status_string(UCS_PTR_STATUS(req))).c_str());
+    return request_error(r, UCS_PTR_STATUS(req), "posting");
   }
   r.impl = req;
   return Status();
@@ -232,10 +285,7 @@ Status UcxTransport::test(Request& r) {
   if (s == UCS_ERR_MESSAGE_TRUNCATED) {
     return describe(r, COLLX_ERR_MISMATCH, "message longer than expected in");
   }
-  if (s != UCS_OK) {
-    return describe(r, COLLX_ERR_TRANSPORT,
-                    format("UCX error (%s) in", ucs_status_string(s)).c_str());
-  }
+  if (s != UCS_OK) return request_error(r, s, "in");
   if (r.is_recv && info.length != r.bytes) {
     return describe(r, COLLX_ERR_MISMATCH,
                     format("got %zu bytes instead of the expected in", info.length).c_str());
@@ -248,18 +298,27 @@ void UcxTransport::progress() {
   ucp_worker_progress(worker_.worker());
 }
 
-void UcxTransport::cancel(Request& r) {
-  void* req = r.impl;
+void UcxTransport::cancel(const std::vector<Request*>& pending) {
+  std::vector<void*> receives;
   {
     LockGuard g(worker_);
-    ucp_request_cancel(worker_.worker(), req);
+    for (Request* r : pending) {
+      if (r->is_recv) {
+        ucp_request_cancel(worker_.worker(), r->impl);
+        receives.push_back(r->impl);
+      } else {
+        // A send only reads the user's buffer: UCX releases it when it completes or when
+        // the endpoint is closed.
+        ucp_request_free(r->impl);
+      }
+      r->impl = nullptr;
+      r->done = true;
+    }
   }
-  // A matched rendezvous may not be cancellable; give it a moment to finish.
-  worker_.progress_until([&] { return ucp_request_check_status(req) != UCS_INPROGRESS; }, 1.0);
-  LockGuard g(worker_);
-  ucp_request_free(req);
-  r.impl = nullptr;
-  r.done = true;
+  // Cancelled receives complete at once; a matched rendezvous receive may not be cancellable,
+  // so all of them together get one second to finish before they are dropped.
+  ucs_status_t ignored;
+  worker_.complete_all(receives, 1.0, &ignored);
 }
 
 }  // namespace collx

@@ -6,6 +6,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,21 +66,32 @@ class UcxTransport final : public Transport {
   // peer) and returns once every rank has; called by every rank after create().
   Status connect(double timeout_s);
 
+  // After an error on the communicator: close endpoints without flushing them.
+  void mark_failed() override { force_close_ = true; }
+
  protected:
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
   void progress() override;
-  void cancel(Request& r) override;
+  void cancel(const std::vector<Request*>& pending) override;
+  Status peer_failure(const Request& r) const override;
 
  private:
   UcxTransport(UcxWorker& w, int rank, int size, uint16_t comm_id)
       : Transport(rank, size), worker_(w), comm_id_(comm_id) {}
   ucp_tag_t tag(int src, uint32_t seq, uint32_t step) const;
+  // UCX's peer error handler: records the failure of the endpoint's peer.
+  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // A request that failed with `s`: PEER_FAILED where a peer is gone, else TRANSPORT.
+  Status request_error(const Request& r, ucs_status_t s, const char* when) const;
 
   UcxWorker& worker_;
   uint16_t comm_id_;
   double close_timeout_s_ = 1;
   std::vector<ucp_ep_h> eps_;
+  std::unique_ptr<std::atomic<int>[]> peer_status_;  // ucs_status_t per peer; UCS_OK: alive
+  std::atomic<int> failed_peer_{-1};  // the first peer reported failed
+  bool force_close_ = false;
 };
 
 }  // namespace collx

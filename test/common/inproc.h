@@ -18,6 +18,7 @@ inline std::mutex& catch_mutex() {
   static std::mutex m;
   return m;
 }
+// The expression is evaluated under the lock: keep calls that block on other ranks out of it.
 #define TCHECK(...)                                                  \
   do {                                                               \
     std::lock_guard<std::mutex> _tcheck_guard(collx::test::catch_mutex()); \

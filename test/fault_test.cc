@@ -1,0 +1,337 @@
+// Fault harness: forks the ranks of a job (no MPI: a launcher would kill the whole job when one
+// rank dies), bootstraps them through an allgather in shared memory, and makes one rank, the
+// victim, die (SIGKILL) or freeze (SIGSTOP) at a chosen point of a stream of allreduces:
+//   before  the victim stops just before collective #K, so every survivor is waiting in #K;
+//   mid     the victim enters #K with a large message and a thread of its own stops it a few
+//           milliseconds later, in the middle of the algorithm's steps.
+// Every survivor must then get COLLX_ERR_PEER_FAILED or COLLX_ERR_TIMEOUT from #K (or, in mid
+// mode, #K+1: the victim may already have sent all a survivor needed) within COLLX_TIMEOUT + 1 s
+// of the fault, with a message naming a rank and a step, and the victim named by at least one
+// survivor; later calls fail fast with COLLX_ERR_COMM_FAILED; destroying the communicator
+// takes under a second; a second communicator of the survivors only keeps working (checked
+// results); collx_finalize succeeds. The parent bounds the whole scenario and reports a hang.
+//
+// Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
+//        fault_test ALGO FAULT MODE RANKS VICTIM  (one scenario)
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collx/collx.h"
+
+namespace {
+
+constexpr int kMaxRanks = 8;
+constexpr size_t kSlot = 4096;
+constexpr double kTimeout = 2.0;       // COLLX_TIMEOUT of the scenario
+constexpr int kFaultAt = 5;            // collective #K
+constexpr int kSmallCount = 1000;      // int32 elements before the fault (and in "before" mode)
+constexpr int kLargeCount = 4 << 20;   // int32 elements in "mid" mode (16 MiB)
+
+double now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // system-wide: comparable across the forked ranks
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// An allgather among a fixed group of forked processes, in a MAP_SHARED page set up before the
+// fork: two slot arrays used alternately and a monotonic arrival counter, with a deadline.
+struct Board {
+  std::atomic<uint64_t> arrivals;
+  char slots[2][kMaxRanks][kSlot];
+};
+
+struct Group {
+  Board* board;
+  int rank;
+  int size;
+  uint64_t calls = 0;
+};
+
+int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
+  auto* g = static_cast<Group*>(ctx);
+  if (bytes > kSlot) return 1;
+  char(*slots)[kSlot] = g->board->slots[g->calls % 2];
+  std::memcpy(slots[g->rank], send, bytes);
+  const uint64_t target = (g->calls + 1) * static_cast<uint64_t>(g->size);
+  g->board->arrivals.fetch_add(1, std::memory_order_acq_rel);
+  const double deadline = now() + 30;
+  while (g->board->arrivals.load(std::memory_order_acquire) < target) {
+    if (now() > deadline) return 2;
+    sched_yield();
+  }
+  for (int i = 0; i < g->size; ++i) {
+    std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(i) * bytes, slots[i], bytes);
+  }
+  ++g->calls;
+  return 0;
+}
+
+int board_barrier(Group& g) {
+  const char mine = 0;
+  char all[kMaxRanks];
+  return board_allgather(&mine, all, 1, &g);
+}
+
+// What each rank reports to the parent.
+struct Outcome {
+  int failed_call;       // index of the first failing collective, -1 if none
+  int code;              // its status
+  double time_to_error;  // seconds from the fault to the error
+  double destroy_s;      // collx_comm_destroy of the failed communicator
+  int survivors_ok;      // allreduces on the survivors' communicator verified
+  char message[512];
+};
+
+struct Shared {
+  Board world;
+  Board survivors;
+  std::atomic<double> fault_time;  // set by the victim just before it stops
+  Outcome out[kMaxRanks];
+};
+
+struct Scenario {
+  std::string algo;
+  int sig;       // SIGKILL or SIGSTOP
+  bool mid;      // mid-collective (else: before collective #K)
+  int ranks;
+  int victim;
+};
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "fault_test rank %d: %s: %s\n", static_cast<int>(getpid()), what,
+               collx_last_error());
+  std::_Exit(3);
+}
+
+void stop_self(Shared* sh, int sig) {
+  sh->fault_time.store(now());
+  kill(getpid(), sig);
+}
+
+// One rank of a scenario. Returns the exit code of the child.
+int run_rank(const Scenario& sc, Shared* sh, int rank) {
+  Outcome& out = sh->out[rank];
+  out.failed_call = -1;
+  if (collx_init() != COLLX_SUCCESS) fail("collx_init");
+  Group world{&sh->world, rank, sc.ranks};
+  collx_comm_params_t wp{rank, sc.ranks, board_allgather, &world};
+  collx_comm_t comm = nullptr;
+  if (collx_comm_create(&wp, &comm) != COLLX_SUCCESS) fail("create world");
+
+  // The survivors' own communicator, created before the fault.
+  const bool victim = rank == sc.victim;
+  const int srank = rank < sc.victim ? rank : rank - 1;
+  Group sgroup{&sh->survivors, srank, sc.ranks - 1};
+  collx_comm_t scomm = nullptr;
+  if (!victim) {
+    collx_comm_params_t sp{srank, sc.ranks - 1, board_allgather, &sgroup};
+    if (collx_comm_create(&sp, &scomm) != COLLX_SUCCESS) fail("create survivors");
+  }
+
+  std::vector<int32_t> buf(kLargeCount);
+  for (int call = 0;; ++call) {
+    const bool large = sc.mid && call >= kFaultAt;
+    const size_t count = large ? kLargeCount : kSmallCount;
+    std::fill(buf.begin(), buf.begin() + count, rank + 1);
+    if (victim && call == kFaultAt) {
+      if (sc.mid) {
+        std::thread([sh, sig = sc.sig] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(3));
+          stop_self(sh, sig);
+        }).detach();
+      } else {
+        stop_self(sh, sc.sig);
+      }
+    }
+    const collx_status_t st =
+        collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT32, COLLX_SUM, comm);
+    if (st == COLLX_SUCCESS) {
+      const int32_t want = sc.ranks * (sc.ranks + 1) / 2;
+      if (buf[0] != want || buf[count - 1] != want) fail("wrong result before the fault");
+      if (call > kFaultAt + 1) fail("no error after the fault");
+      continue;
+    }
+    out.time_to_error = now() - sh->fault_time.load();
+    out.failed_call = call;
+    out.code = st;
+    std::snprintf(out.message, sizeof out.message, "%s", collx_last_error());
+    break;
+  }
+  // A failed communicator fails fast from now on, and is destroyed without waiting.
+  const double t0 = now();
+  if (collx_allreduce(COLLX_IN_PLACE, buf.data(), 1, COLLX_INT32, COLLX_SUM, comm) !=
+      COLLX_ERR_COMM_FAILED) {
+    fail("a call after the failure did not return COLLX_ERR_COMM_FAILED");
+  }
+  if (collx_comm_destroy(comm) == COLLX_SUCCESS) fail("destroy of a failed comm succeeded");
+  out.destroy_s = now() - t0;
+
+  // The survivors' communicator still works (after every survivor is done with the old one).
+  if (board_barrier(sgroup) != 0) fail("survivors' barrier");
+  for (int i = 0; i < 20; ++i) {
+    const size_t count = i % 2 ? 100000 : 7;
+    std::fill(buf.begin(), buf.begin() + count, srank + i);
+    if (collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT32, COLLX_SUM, scomm) !=
+        COLLX_SUCCESS) {
+      fail("allreduce on the survivors' communicator");
+    }
+    const int n = sc.ranks - 1;
+    const int32_t want = n * (n - 1) / 2 + n * i;
+    if (buf[0] != want || buf[count - 1] != want) fail("wrong result on the survivors' comm");
+  }
+  if (collx_comm_destroy(scomm) != COLLX_SUCCESS) fail("destroy survivors' comm");
+  if (collx_finalize() != COLLX_SUCCESS) fail("collx_finalize");
+  out.survivors_ok = 1;
+  return 0;
+}
+
+// Whether `message` mentions "rank R" (not as a prefix of a longer number).
+bool names_rank(const char* message, int r) {
+  const std::string name = "rank " + std::to_string(r);
+  for (const char* p = std::strstr(message, name.c_str()); p != nullptr;
+       p = std::strstr(p + 1, name.c_str())) {
+    const char next = p[name.size()];
+    if (next < '0' || next > '9') return true;
+  }
+  return false;
+}
+
+// Runs one scenario in forked ranks; prints a row; returns whether it passed.
+bool run_scenario(const Scenario& sc) {
+  auto* sh = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (sh == MAP_FAILED) return false;
+  new (sh) Shared();
+  std::vector<pid_t> pids(sc.ranks);
+  for (int r = 0; r < sc.ranks; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) std::_Exit(run_rank(sc, sh, r));
+  }
+  // Survivors must finish within a bound well above the deadline; the victim is reaped last.
+  bool ok = true;
+  const double limit = now() + 4 * kTimeout + 20;
+  std::vector<int> status(sc.ranks, -1);
+  for (int r = 0; r < sc.ranks; ++r) {
+    if (r == sc.victim) continue;
+    for (;;) {
+      int st;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = st;
+        break;
+      }
+      if (now() > limit) {
+        std::printf("rank %d hung: killed by the harness\n", r);
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &st, 0);
+        status[r] = st;
+        ok = false;
+        break;
+      }
+      usleep(10000);
+    }
+  }
+  kill(pids[sc.victim], SIGKILL);
+  int vst;
+  waitpid(pids[sc.victim], &vst, 0);
+
+  double worst = 0, worst_destroy = 0;
+  bool victim_named = false;
+  for (int r = 0; r < sc.ranks; ++r) {
+    if (r == sc.victim) continue;
+    const Outcome& o = sh->out[r];
+    auto bad = [&](const char* why) {
+      std::printf("  FAIL rank %d: %s (call %d, %s, %.2f s): %s\n", r, why, o.failed_call,
+                  collx_strerror(static_cast<collx_status_t>(o.code)), o.time_to_error,
+                  o.message);
+      ok = false;
+    };
+    if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) bad("rank did not exit cleanly");
+    if (o.failed_call != kFaultAt && !(sc.mid && o.failed_call == kFaultAt + 1)) {
+      bad("failed at the wrong collective");
+    }
+    if (o.code != COLLX_ERR_PEER_FAILED && o.code != COLLX_ERR_TIMEOUT) bad("wrong status");
+    if (sc.sig == SIGSTOP && o.code != COLLX_ERR_TIMEOUT) bad("a frozen peer is a timeout");
+    if (o.time_to_error > kTimeout + 1) bad("error later than COLLX_TIMEOUT + 1 s");
+    if (!std::strstr(o.message, "step") || !std::strstr(o.message, "rank ")) {
+      bad("message names no rank or step");
+    }
+    const bool names_victim = names_rank(o.message, sc.victim);
+    if (o.code == COLLX_ERR_PEER_FAILED && !names_victim) {
+      bad("peer failure that does not name the victim");
+    }
+    victim_named = victim_named || names_victim;
+    if (o.destroy_s > 1) bad("destroying the failed communicator took over 1 s");
+    if (!o.survivors_ok) bad("survivors' communicator did not complete");
+    worst = std::max(worst, o.time_to_error);
+    worst_destroy = std::max(worst_destroy, o.destroy_s);
+  }
+  if (!victim_named) {
+    std::printf("  FAIL: no survivor's error names the victim (rank %d)\n", sc.victim);
+    ok = false;
+  }
+  std::printf("| %-18s | %-7s | %-6s | %d | %d |", sc.algo.c_str(),
+              sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
+              sc.victim);
+  for (int r = 0; r < sc.ranks; ++r) {
+    if (r == sc.victim) continue;
+    const char* code = sh->out[r].code == COLLX_ERR_PEER_FAILED ? "PEER_FAILED"
+                       : sh->out[r].code == COLLX_ERR_TIMEOUT   ? "TIMEOUT"
+                                                                : "other";
+    std::printf(" %d:%s %.2fs", r, code, sh->out[r].time_to_error);
+  }
+  std::printf(" | %.2f s | %.3f s | %s |\n", worst, worst_destroy, ok ? "pass" : "FAIL");
+  for (int r = 0; r < sc.ranks && getenv("FAULT_VERBOSE"); ++r) {
+    if (r != sc.victim) std::printf("    rank %d: %s\n", r, sh->out[r].message);
+  }
+  std::fflush(stdout);
+  munmap(sh, sizeof(Shared));
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%g", kTimeout);
+  setenv("COLLX_TIMEOUT", timeout, 1);
+  std::vector<Scenario> matrix;
+  if (argc == 6) {
+    matrix.push_back({argv[1], std::strcmp(argv[2], "stop") == 0 ? SIGSTOP : SIGKILL,
+                      std::strcmp(argv[3], "mid") == 0, std::atoi(argv[4]), std::atoi(argv[5])});
+    if (matrix[0].ranks < 2 || matrix[0].ranks > kMaxRanks || matrix[0].victim < 0 ||
+        matrix[0].victim >= matrix[0].ranks) {
+      std::fprintf(stderr, "bad scenario\n");
+      return 2;
+    }
+  } else {
+    for (const char* algo : {"recursive_doubling", "rabenseifner", "ring"}) {
+      matrix.push_back({algo, SIGKILL, false, 3, 1});
+      matrix.push_back({algo, SIGKILL, true, 4, 0});
+      matrix.push_back({algo, SIGSTOP, false, 3, 2});
+      matrix.push_back({algo, SIGSTOP, true, 3, 0});
+    }
+  }
+  std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
+  std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "
+              "| worst | destroy | result |\n|---|---|---|---|---|---|---|---|---|\n");
+  int failed = 0;
+  for (const Scenario& sc : matrix) {
+    setenv("COLLX_ALLREDUCE_ALGO", sc.algo.c_str(), 1);
+    if (!run_scenario(sc)) ++failed;
+  }
+  std::printf("%d of %zu scenarios failed\n", failed, matrix.size());
+  return failed == 0 ? 0 : 1;
+}

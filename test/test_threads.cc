@@ -1,0 +1,225 @@
+// What the C API allows from several threads (collx.h, "Threads"), over real UCX
+// communicators whose ranks are threads of this process: an in-process out-of-band allgather
+// bootstraps them, and UCX carries the messages between the threads' endpoints.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collx/collx.h"
+#include "common/inproc.h"  // TCHECK
+
+namespace {
+
+// Allgather among the p threads that share one Board.
+struct Board {
+  explicit Board(int p) : size(p), slots(p) {}
+  int size;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t arrived = 0, generation = 0;
+  std::vector<std::vector<char>> slots;
+};
+
+struct Member {
+  Board* board;
+  int rank;
+};
+
+int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
+  auto* m = static_cast<Member*>(ctx);
+  Board& b = *m->board;
+  std::unique_lock<std::mutex> lk(b.mu);
+  b.slots[m->rank].assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+  const uint64_t gen = b.generation;
+  if (++b.arrived == static_cast<uint64_t>(b.size)) {
+    b.arrived = 0;
+    ++b.generation;
+    b.cv.notify_all();
+  } else {
+    b.cv.wait(lk, [&] { return b.generation != gen; });
+  }
+  for (int i = 0; i < b.size; ++i) std::memcpy(static_cast<char*>(recv) + i * bytes, b.slots[i].data(), bytes);
+  // Nobody may overwrite a slot before everyone has read it: a second rendezvous.
+  const uint64_t gen2 = b.generation;
+  if (++b.arrived == static_cast<uint64_t>(b.size)) {
+    b.arrived = 0;
+    ++b.generation;
+    b.cv.notify_all();
+  } else {
+    b.cv.wait(lk, [&] { return b.generation != gen2; });
+  }
+  return 0;
+}
+
+// Creates a p-rank communicator whose ranks are threads; returns comms[rank].
+std::vector<collx_comm_t> make_thread_comm(int p) {
+  Board board(p);
+  std::vector<collx_comm_t> comms(p, nullptr);
+  std::vector<std::thread> threads;
+  std::vector<Member> members(p);
+  for (int r = 0; r < p; ++r) {
+    members[r] = Member{&board, r};
+    threads.emplace_back([&, r] {
+      collx_comm_params_t params{r, p, board_allgather, &members[r]};
+      const collx_status_t st = collx_comm_create(&params, &comms[r]);
+      TCHECK(st == COLLX_SUCCESS);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return comms;
+}
+
+void destroy_thread_comm(std::vector<collx_comm_t>& comms) {
+  std::vector<std::thread> threads;
+  for (collx_comm_t c : comms) {
+    threads.emplace_back([c] {
+      const collx_status_t st = collx_comm_destroy(c);
+      TCHECK(st == COLLX_SUCCESS);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+bool says(const char* needle) {
+  return std::string(collx_last_error()).find(needle) != std::string::npos;
+}
+
+struct Init {
+  Init() { REQUIRE(collx_init() == COLLX_SUCCESS); }
+  ~Init() { collx_finalize(); }
+};
+
+}  // namespace
+
+TEST_CASE("a second thread using a busy communicator gets an error", "[threads]") {
+  Init init;
+  std::vector<collx_comm_t> comms = make_thread_comm(2);
+  std::vector<int32_t> a(1000, 1), b(1000, 2);
+  std::atomic<bool> entered{false};
+  collx_status_t first = COLLX_ERR_INTERNAL;
+  std::thread rank0([&] {
+    entered = true;
+    first = collx_allreduce(COLLX_IN_PLACE, a.data(), a.size(), COLLX_INT32, COLLX_SUM, comms[0]);
+  });
+  while (!entered) std::this_thread::yield();
+  // rank 0's call waits for rank 1, which has not called yet: comms[0] is busy.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int32_t x = 5;
+  CHECK(collx_allreduce(COLLX_IN_PLACE, &x, 1, COLLX_INT32, COLLX_SUM, comms[0]) ==
+        COLLX_ERR_INVALID_ARG);
+  CHECK(says("in use by another thread"));
+  collx_request_t req = nullptr;
+  CHECK(collx_iallreduce(COLLX_IN_PLACE, &x, 1, COLLX_INT32, COLLX_SUM, comms[0], &req) ==
+        COLLX_ERR_INVALID_ARG);
+  CHECK(req == nullptr);
+  CHECK(collx_comm_destroy(comms[0]) == COLLX_ERR_INVALID_ARG);
+  CHECK(says("in use by another thread"));
+  CHECK(x == 5);
+  // Now rank 1 joins and rank 0's call completes normally.
+  CHECK(collx_allreduce(COLLX_IN_PLACE, b.data(), b.size(), COLLX_INT32, COLLX_SUM, comms[1]) ==
+        COLLX_SUCCESS);
+  rank0.join();
+  CHECK(first == COLLX_SUCCESS);
+  CHECK(a[999] == 3);
+  CHECK(b[0] == 3);
+  destroy_thread_comm(comms);
+}
+
+TEST_CASE("different communicators are driven from different threads at once", "[threads]") {
+  Init init;
+  constexpr int kComms = 3, kRanks = 2, kIters = 60;
+  std::vector<std::vector<collx_comm_t>> comms;
+  for (int k = 0; k < kComms; ++k) comms.push_back(make_thread_comm(kRanks));
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kComms; ++k) {
+    for (int r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, k, r] {
+        std::vector<int64_t> buf;
+        for (int i = 0; i < kIters; ++i) {
+          // Eager and rendezvous sizes, blocking and non-blocking.
+          const size_t count = (i % 3 == 0) ? 300000 : static_cast<size_t>(1 + 37 * i);
+          buf.assign(count, r + 10 * k + i);
+          collx_status_t st;
+          if (i % 2 == 0) {
+            st = collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
+                                 comms[k][r]);
+          } else {
+            collx_request_t req = nullptr;
+            st = collx_iallreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
+                                  comms[k][r], &req);
+            if (st == COLLX_SUCCESS) st = collx_wait(&req);
+          }
+          const int64_t want = 1 + 2 * (10 * k + i);
+          TCHECK(st == COLLX_SUCCESS);
+          TCHECK(buf.front() == want);
+          TCHECK(buf.back() == want);
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (auto& c : comms) destroy_thread_comm(c);
+}
+
+TEST_CASE("a request may be completed by another thread than the one that posted it",
+          "[threads]") {
+  Init init;
+  std::vector<collx_comm_t> comms = make_thread_comm(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<float> buf(5000, static_cast<float>(r + 1));
+      collx_request_t req = nullptr;
+      const collx_status_t posted = collx_iallreduce(
+          COLLX_IN_PLACE, buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM, comms[r], &req);
+      TCHECK(posted == COLLX_SUCCESS);
+      std::thread waiter([&] {
+        const collx_status_t st = collx_wait(&req);
+        TCHECK(st == COLLX_SUCCESS);
+      });
+      waiter.join();
+      TCHECK(req == nullptr);
+      TCHECK(buf[4999] == 3.0f);
+    });
+  }
+  for (auto& t : threads) t.join();
+  destroy_thread_comm(comms);
+}
+
+TEST_CASE("collx_init and collx_finalize from several threads at once", "[threads]") {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < 10; ++i) {
+        const collx_status_t init = collx_init();
+        TCHECK(init == COLLX_SUCCESS);
+        collx_comm_params_t p{0, 1,
+                              [](const void* s, void* r, size_t n, void*) {
+                                std::memcpy(r, s, n);
+                                return 0;
+                              },
+                              nullptr};
+        collx_comm_t c = nullptr;
+        const collx_status_t created = collx_comm_create(&p, &c);
+        int32_t x = t + i;
+        const collx_status_t reduced =
+            collx_allreduce(COLLX_IN_PLACE, &x, 1, COLLX_INT32, COLLX_MAX, c);
+        const collx_status_t destroyed = collx_comm_destroy(c);
+        const collx_status_t finalized = collx_finalize();
+        TCHECK(created == COLLX_SUCCESS);
+        TCHECK(reduced == COLLX_SUCCESS);
+        TCHECK(x == t + i);
+        TCHECK(destroyed == COLLX_SUCCESS);
+        TCHECK(finalized == COLLX_SUCCESS);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
