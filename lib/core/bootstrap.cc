@@ -9,7 +9,7 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
   for (int i = 0; i < size; ++i) {
     const BootHeader& h = all[i];
     if (h.magic != kBootMagic || h.rank != i || h.size != size || h.addr_len == 0 ||
-        h.addr_len > kMaxAddress || h.comm_id > 0xffff) {
+        h.addr_len > kMaxAddress || h.comm_id > 0xffff || h.pid <= 0) {
       return error(COLLX_ERR_MISMATCH,
                    "rank %d: bootstrap data from rank %d is inconsistent (rank %d, size %d, "
                    "address length %u, id %u); are all ranks calling collx_comm_create with the "
@@ -23,11 +23,12 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
   return Status();
 }
 
-Status decode_addresses(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
-                        uint32_t max_len, std::vector<std::vector<uint8_t>>* out) {
-  if (size <= 0 || blob_bytes / static_cast<size_t>(size) < max_len) {
-    return error(COLLX_ERR_INTERNAL, "bootstrap: %zu address bytes for %d ranks of %u",
-                 blob_bytes, size, max_len);
+Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
+                    uint32_t max_len, std::vector<PeerInfo>* out) {
+  const size_t slot = size_t{max_len} + 1;
+  if (size <= 0 || blob_bytes / static_cast<size_t>(size) < slot) {
+    return error(COLLX_ERR_INTERNAL, "bootstrap: %zu address bytes for %d ranks of %zu",
+                 blob_bytes, size, slot);
   }
   out->assign(static_cast<size_t>(size), {});
   for (int i = 0; i < size; ++i) {
@@ -35,8 +36,12 @@ Status decode_addresses(const uint8_t* blob, size_t blob_bytes, const BootHeader
       return error(COLLX_ERR_MISMATCH, "bootstrap: rank %d's address length %u exceeds %u", i,
                    all[i].addr_len, max_len);
     }
-    const uint8_t* a = blob + static_cast<size_t>(i) * max_len;
-    (*out)[i].assign(a, a + all[i].addr_len);
+    const uint8_t* a = blob + static_cast<size_t>(i) * slot;
+    PeerInfo& peer = (*out)[i];
+    peer.cma_ok = (a[0] & kFlagCma) != 0;
+    peer.address.assign(a + 1, a + 1 + all[i].addr_len);
+    peer.node = all[i].node;
+    peer.pid = all[i].pid;
   }
   return Status();
 }

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "api/status.h"
+#include "transport/peer.h"
 
 namespace collx {
 
-constexpr uint64_t kBootMagic = 0x31544f4258434c43ull;  // "CLCXBOT1"
+constexpr uint64_t kBootMagic = 0x32544f4258434c43ull;  // "CLCXBOT2"
 constexpr uint32_t kMaxAddress = 1 << 16;
 
 struct BootHeader {
@@ -20,6 +21,9 @@ struct BootHeader {
   int32_t size;
   uint32_t comm_id;  // the sender's proposal; all ranks take the largest
   uint32_t addr_len;
+  uint64_t node;   // node identity (topo/node.h): ranks with equal values share memory
+  int64_t pid;
+  uint64_t probe;  // address of 8 bytes holding kBootMagic, read by peers to test CMA
 };
 
 struct BootAgreement {
@@ -28,11 +32,13 @@ struct BootAgreement {
 };
 
 // Checks the `size` headers gathered by rank `rank`: each must come from the rank of its slot,
-// agree on the size, and carry an address length in (0, kMaxAddress] and a 16-bit id.
+// agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id and a pid.
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
 
-// Splits round 2's `size` slots of `max_len` bytes into each rank's address.
-Status decode_addresses(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
-                        uint32_t max_len, std::vector<std::vector<uint8_t>>* out);
+// Round 2 gathers one slot of 1 + max_len bytes per rank: a flags byte (bit 0: CMA works
+// towards every peer on the node), then the UCX address padded to max_len.
+constexpr uint8_t kFlagCma = 1;
+Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
+                    uint32_t max_len, std::vector<PeerInfo>* out);
 
 }  // namespace collx

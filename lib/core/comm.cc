@@ -1,12 +1,14 @@
 #include "core/comm.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
 #include "core/bootstrap.h"
 #include "core/context.h"
+#include "topo/node.h"
 #include "transport/ucx.h"
 
 namespace collx {
@@ -22,6 +24,10 @@ Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv,
   }
   return Status();
 }
+
+// Peers read these 8 bytes with process_vm_readv to find out whether they may read this
+// process's memory.
+const volatile uint64_t g_cma_probe = kBootMagic;
 
 }  // namespace
 
@@ -45,29 +51,42 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Selection sel;
   COLLX_TRY(make_selection(config, p.size, &sel));
 
-  // Round 1: fixed-size headers (identity, proposed communicator id, address length).
+  // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
+  const uint64_t my_node = node_id(config.node);
   BootHeader mine{kBootMagic, p.rank, p.size, ctx->propose_comm_id(),
-                  static_cast<uint32_t>(my_addr.size())};
+                  static_cast<uint32_t>(my_addr.size()), my_node, getpid(),
+                  reinterpret_cast<uint64_t>(&g_cma_probe)};
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
   COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
   BootAgreement agreed;
   COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
 
-  // Round 2: worker addresses, padded to the longest.
+  // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
+  bool cma_ok = true;
+  for (int i = 0; i < p.size; ++i) {
+    if (i != p.rank && all[i].node == my_node) {
+      cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
+    }
+  }
+
+  // Round 2: a flags byte and the worker address padded to the longest, per rank.
   const uint32_t max_len = agreed.max_addr_len;
-  std::vector<uint8_t> padded(max_len, 0), addr_all(static_cast<size_t>(max_len) * p.size);
-  std::memcpy(padded.data(), my_addr.data(), my_addr.size());
-  COLLX_TRY(oob_allgather(p, padded.data(), addr_all.data(), max_len, "worker addresses"));
-  std::vector<std::vector<uint8_t>> addrs;
-  COLLX_TRY(decode_addresses(addr_all.data(), addr_all.size(), all.data(), p.size, max_len,
-                             &addrs));
+  std::vector<uint8_t> slot(size_t{max_len} + 1, 0), slots(slot.size() * p.size);
+  slot[0] = cma_ok ? kFlagCma : 0;
+  std::memcpy(slot.data() + 1, my_addr.data(), my_addr.size());
+  COLLX_TRY(oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses"));
+  std::vector<PeerInfo> peers;
+  COLLX_TRY(decode_peers(slots.data(), slots.size(), all.data(), p.size, max_len, &peers));
   const uint16_t comm_id = agreed.comm_id;
   ctx->commit_comm_id(comm_id);
 
+  // One-copy transfers between ranks of a node only if every rank can do them.
+  bool use_cma = true;
+  for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
   UcxTransport* t = nullptr;
-  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, addrs,
-                                 config.timeout_s, &t));
+  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
+                                 use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t));
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->context_ = ctx;
   ctx->live_comms.fetch_add(1);

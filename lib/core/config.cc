@@ -36,6 +36,12 @@ const ConfigRow kRows[] = {
     {"COLLX_MPI", "bool", "1",
      "Under LD_PRELOAD=libcollx_mpi.so: 0 turns interception off entirely (every "
      "MPI_Allreduce goes to the MPI library)."},
+    {"COLLX_NODE", "name", "",
+     "Node identity override: ranks with the same value are treated as sharing a node (default: "
+     "the hostname and the kernel's boot id)."},
+    {"COLLX_CMA_MIN", "bytes", "16K",
+     "Messages of at least this size between ranks of one node are copied once, by the "
+     "receiver reading the sender's buffer (cross-memory attach), instead of through UCX."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce calls "
      "libcollx served and how many it passed through, per reason."},
@@ -111,6 +117,10 @@ Status load_config(Config* out, char** env) {
       if (!parse_bytes(v, &c.ring_segment) || c.ring_segment == 0) {
         return bad(row.name, v, "a positive size such as 65536 or 64K");
       }
+    } else if (name == "COLLX_NODE") {
+      c.node = v;
+    } else if (name == "COLLX_CMA_MIN") {
+      if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
     } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK") {
       if (v != "0" && v != "1") return bad(row.name, v, "0 or 1");
       (name == "COLLX_MPI" ? c.mpi : name == "COLLX_CHECK" ? c.check : c.mpi_verbose) = v == "1";

@@ -30,6 +30,8 @@ struct Config {
   size_t ring_segment = 0;
   int spin = 0;
   bool check = false;        // agree on the call before each collective
+  std::string node;          // node identity override
+  size_t cma_min = 16 << 10;
   bool mpi = true;           // PMPI interposer on
   bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
 };

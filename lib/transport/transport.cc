@@ -13,6 +13,7 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_count) {
   requests_.clear();
   first_pending_ = 0;
   step_base_ = 0;
+  reset_op();
 }
 
 Status Transport::end_op(Status st) {

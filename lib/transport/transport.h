@@ -55,6 +55,7 @@ class Transport {
     uint32_t step = 0;
     bool is_recv = false;
     bool done = false;
+    bool one_copy = false;  // UcxTransport: impl is a CmaOp, not a UCX request
   };
   // Post a request; on immediate completion leave r.impl null and set r.done.
   virtual Status post(Request& r, uint32_t seq) = 0;
@@ -65,6 +66,8 @@ class Transport {
   virtual void cancel(const std::vector<Request*>& pending) = 0;
   // An error naming the request if its peer is known to have failed (checked while waiting).
   virtual Status peer_failure(const Request&) const { return Status(); }
+  // Called by begin_op: nothing of the previous operation is in flight any more.
+  virtual void reset_op() {}
 
   Status describe(const Request& r, collx_status_t code, const char* what) const;
 

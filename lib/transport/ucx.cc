@@ -1,6 +1,12 @@
 #include "transport/ucx.h"
 
 #include <sched.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdlib>
@@ -13,9 +19,12 @@ Status ucx_error(const char* what, ucs_status_t s) {
   return error(COLLX_ERR_TRANSPORT, "%s failed: %s", what, ucs_status_string(s));
 }
 
-// Tag layout: comm id (16 bits) | source rank (20) | sequence number mod 4096 (12) | step (16).
-constexpr int kRankBits = 20;
+// Tag layout: comm id (16 bits) | acknowledgement (1) | source rank (19) |
+// sequence number mod 4096 (12) | step (16).
+constexpr int kRankBits = 19;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
+constexpr uint64_t kAckMagic = 0x4b43414158434c43ull;  // "CLCXAACK"
 
 }  // namespace
 
@@ -70,12 +79,16 @@ Status UcxWorker::create(UcxWorker** out) {
     delete w;
     return ucx_error("ucp_config_read", s);
   }
-  // Endpoints use peer error handling; UCX then checks every endpoint's peer at this
-  // interval (a dead process over shared memory is noticed by that check, not by a socket
-  // error), so a failure is reported well inside the collective's deadline.
+  // Endpoints to other nodes are checked at this interval: a peer that stops answering
+  // without closing its connections is reported well inside a collective's deadline.
   if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
   }
+  // UCX's rendezvous is off: between ranks of a node, large messages take libcollx's own
+  // one-copy path (see UcxTransport), because UCX 1.13 aborts the process when its CMA
+  // rendezvous meets a dead peer. (Excluding UCX's CMA transport instead makes UCX use TCP for
+  // rendezvous, and polling TCP triples the latency of every small message.)
+  if (getenv("UCX_RNDV_THRESH") == nullptr) ucp_config_modify(config, "RNDV_THRESH", "inf");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
@@ -109,13 +122,38 @@ Status UcxWorker::create(UcxWorker** out) {
 }
 
 UcxWorker::~UcxWorker() {
+  for (auto& [address, w] : watches_) {
+    if (w->pidfd >= 0) close(w->pidfd);
+  }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
+void PeerWatch::fail(ucs_status_t why) {
+  int alive = UCS_OK;
+  if (status.compare_exchange_strong(alive, why)) owner->failures_.fetch_add(1);
+}
+
+void UcxWorker::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<PeerWatch*>(arg)->fail(status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status);
+}
+
+PeerWatch* UcxWorker::watch(const std::vector<uint8_t>& address, int64_t pid) {
+  const std::string key(address.begin(), address.end());
+  auto it = watches_.find(key);
+  if (it != watches_.end()) return it->second.get();
+  auto w = std::make_unique<PeerWatch>();
+  w->owner = this;
+  // Without pidfds (Linux < 5.3) a dead local peer is found by the deadline instead.
+  if (pid > 0) w->pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  PeerWatch* raw = w.get();
+  watches_.emplace(key, std::move(w));
+  return raw;
+}
+
 Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm_id,
-                            const std::vector<std::vector<uint8_t>>& addresses, double timeout_s,
-                            UcxTransport** out) {
+                            const std::vector<PeerInfo>& peers, uint64_t my_node, size_t cma_min,
+                            double timeout_s, UcxTransport** out) {
   if (size > (1 << kRankBits)) {
     return error(COLLX_ERR_UNSUPPORTED, "communicator size %d exceeds the limit of %d ranks", size,
                  1 << kRankBits);
@@ -123,21 +161,33 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
   auto* t = new (std::nothrow) UcxTransport(worker, rank, size, comm_id);
   if (t == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating a transport");
   t->close_timeout_s_ = timeout_s < 5 ? timeout_s : 5;  // closing after the barrier is local
+  t->cma_min_ = cma_min;
   t->eps_.assign(size, nullptr);
-  t->peer_status_ = std::make_unique<std::atomic<int>[]>(size);
-  for (int i = 0; i < size; ++i) t->peer_status_[i].store(UCS_OK);
+  t->watches_.assign(size, nullptr);
+  t->cma_pid_.assign(size, 0);
   Status st;
   {
     LockGuard g(worker);
     for (int peer = 0; peer < size && st.ok(); ++peer) {
       if (peer == rank) continue;
+      const bool local = peers[peer].node == my_node;
+      PeerWatch* w = worker.watch(peers[peer].address, local ? peers[peer].pid : 0);
+      t->watches_[peer] = w;
+      if (w->pidfd >= 0) {
+        t->pidfds_.push_back(pollfd{w->pidfd, POLLIN, 0});
+        t->polled_.push_back(w);
+      }
+      if (local && cma_min != SIZE_MAX) t->cma_pid_[peer] = peers[peer].pid;
       ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-      ep.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-      ep.err_handler.cb = &UcxTransport::on_peer_error;
-      ep.err_handler.arg = t;
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+      ep.address = reinterpret_cast<const ucp_address_t*>(peers[peer].address.data());
+      if (!local) {
+        // Between nodes the data endpoints report failures themselves (TCP, InfiniBand).
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb = &UcxWorker::on_peer_error;
+        ep.err_handler.arg = w;
+      }
       ucs_status_t s = ucp_ep_create(worker.worker(), &ep, &t->eps_[peer]);
       if (s != UCS_OK) {
         st = error(COLLX_ERR_TRANSPORT, "rank %d: connecting to rank %d failed: %s", rank, peer,
@@ -163,7 +213,7 @@ UcxTransport::~UcxTransport() {
       ucp_ep_h ep = eps_[peer];
       if (ep == nullptr) continue;
       ucp_request_param_t p{};
-      if (force_close_ || peer_status_[peer].load() != UCS_OK) {
+      if (force_close_ || (watches_[peer] && watches_[peer]->status.load() != UCS_OK)) {
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         p.flags = UCP_EP_CLOSE_FLAG_FORCE;
       }
@@ -177,20 +227,17 @@ UcxTransport::~UcxTransport() {
 
 Status UcxTransport::connect(double timeout_s) {
   std::vector<void*> flushing;
+  ucs_status_t failure = UCS_OK;
   {
     LockGuard g(worker_);
     for (ucp_ep_h ep : eps_) {
       if (ep == nullptr) continue;
       ucp_request_param_t p{};
       void* req = ucp_ep_flush_nbx(ep, &p);
-      if (UCS_PTR_IS_ERR(req)) {
-        return error(COLLX_ERR_TRANSPORT, "rank %d: connecting endpoints failed: %s", rank(),
-                     ucs_status_string(UCS_PTR_STATUS(req)));
-      }
-      if (req != nullptr) flushing.push_back(req);
+      if (UCS_PTR_IS_ERR(req)) failure = UCS_PTR_STATUS(req);
+      if (UCS_PTR_IS_PTR(req)) flushing.push_back(req);
     }
   }
-  ucs_status_t failure = UCS_OK;
   if (!worker_.complete_all(flushing, timeout_s, &failure)) {
     return error(COLLX_ERR_TIMEOUT, "rank %d: connecting to the peers timed out after %g s",
                  rank(), timeout_s);
@@ -202,30 +249,39 @@ Status UcxTransport::connect(double timeout_s) {
   return Status();
 }
 
-void UcxTransport::on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  auto* t = static_cast<UcxTransport*>(arg);
-  for (int peer = 0; peer < t->size(); ++peer) {
-    if (t->eps_[peer] != ep) continue;
-    t->peer_status_[peer].store(status);
-    int none = -1;
-    t->failed_peer_.compare_exchange_strong(none, peer);
-  }
-}
-
 // Every rank's data is part of every result: once any peer has failed, no collective on this
 // communicator can complete, whichever peer the caller happens to be waiting for.
 Status UcxTransport::peer_failure(const Request& r) const {
-  int failed = failed_peer_.load(std::memory_order_relaxed);
-  if (failed < 0) return Status();
-  if (peer_status_[r.peer].load() != UCS_OK) failed = r.peer;
-  const auto s = static_cast<ucs_status_t>(peer_status_[failed].load());
-  if (failed == r.peer) {
-    return describe(r, COLLX_ERR_PEER_FAILED,
-                    format("peer failed (UCX: %s) during", ucs_status_string(s)).c_str());
+  if (!pidfds_.empty() && (++polls_ & 15) == 0) {
+    auto& fds = const_cast<std::vector<pollfd>&>(pidfds_);
+    if (poll(fds.data(), fds.size(), 0) > 0) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) polled_[i]->fail(UCS_ERR_CONNECTION_RESET);
+      }
+    }
+  }
+  const uint64_t failures = worker_.failures();
+  if (failures == failures_seen_) return Status();
+  auto failed = [&](int peer) {
+    return watches_[peer] != nullptr && watches_[peer]->status.load() != UCS_OK;
+  };
+  int dead = failed(r.peer) ? r.peer : -1;
+  for (int peer = 0; peer < size() && dead < 0; ++peer) {
+    if (failed(peer)) dead = peer;
+  }
+  if (dead < 0) {
+    failures_seen_ = failures;  // a failure elsewhere, outside this communicator
+    return Status();
+  }
+  const PeerWatch& w = *watches_[dead];
+  const std::string why =
+      w.pidfd >= 0 ? std::string("its process exited")
+                   : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
+  if (dead == r.peer) {
+    return describe(r, COLLX_ERR_PEER_FAILED, format("peer failed (%s) during", why.c_str()).c_str());
   }
   return describe(r, COLLX_ERR_PEER_FAILED,
-                  format("rank %d failed (UCX: %s) while waiting for", failed,
-                         ucs_status_string(s)).c_str());
+                  format("rank %d failed (%s) while waiting for", dead, why.c_str()).c_str());
 }
 
 Status UcxTransport::request_error(const Request& r, ucs_status_t s, const char* when) const {
@@ -237,12 +293,128 @@ Status UcxTransport::request_error(const Request& r, ucs_status_t s, const char*
                   format("UCX error (%s) %s", ucs_status_string(s), when).c_str());
 }
 
-ucp_tag_t UcxTransport::tag(int src, uint32_t seq, uint32_t step) const {
-  return (ucp_tag_t{comm_id_} << 48) | (ucp_tag_t(static_cast<uint32_t>(src)) << 28) |
-         (ucp_tag_t{seq & 0xfffu} << 16) | ucp_tag_t{step & 0xffffu};
+ucp_tag_t UcxTransport::tag(int src, uint32_t seq, uint32_t step, bool ack) const {
+  return (ucp_tag_t{comm_id_} << 48) | (ucp_tag_t{ack} << 47) |
+         (ucp_tag_t(static_cast<uint32_t>(src)) << 28) | (ucp_tag_t{seq & 0xfffu} << 16) |
+         ucp_tag_t{step & 0xffffu};
+}
+
+void* UcxTransport::send_ctrl(int peer, const void* buf, size_t bytes, ucp_tag_t t) {
+  ucp_request_param_t p{};
+  return ucp_tag_send_nbx(eps_[peer], buf, bytes, t, &p);
+}
+
+void* UcxTransport::recv_ctrl(void* buf, size_t bytes, ucp_tag_t t) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  return ucp_tag_recv_nbx(worker_.worker(), buf, bytes, t, kFullMask, &p);
+}
+
+ucs_status_t UcxTransport::check(void*& req, size_t* received) {
+  if (req == nullptr) return UCS_OK;
+  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
+  ucs_status_t s;
+  if (received != nullptr) {
+    ucp_tag_recv_info_t info{};
+    s = ucp_tag_recv_request_test(req, &info);
+    *received = info.length;
+  } else {
+    s = ucp_request_check_status(req);
+  }
+  if (s != UCS_INPROGRESS) {
+    ucp_request_free(req);
+    req = nullptr;
+  }
+  return s;
+}
+
+Status UcxTransport::post_one_copy(Request& r, uint32_t seq) {
+  CmaOp& op = cma_ops_.emplace_back();
+  op.seq = seq;
+  r.one_copy = true;
+  r.impl = &op;
+  LockGuard g(worker_);
+  if (r.is_recv) {
+    op.ctrl = recv_ctrl(op.rts, sizeof op.rts, tag(r.peer, seq, r.step));
+  } else {
+    op.rts[0] = kRtsMagic;
+    op.rts[1] = reinterpret_cast<uint64_t>(r.buf);
+    op.rts[2] = r.bytes;
+    op.ctrl = send_ctrl(r.peer, op.rts, sizeof op.rts, tag(rank(), seq, r.step));
+    op.ack_req = recv_ctrl(&op.ack, sizeof op.ack, tag(r.peer, seq, r.step, true));
+    op.ack_posted = true;
+  }
+  for (void* req : {op.ctrl, op.ack_req}) {
+    if (UCS_PTR_IS_ERR(req)) return request_error(r, UCS_PTR_STATUS(req), "posting");
+  }
+  return Status();
+}
+
+Status UcxTransport::test_one_copy(Request& r) {
+  auto& op = *static_cast<CmaOp*>(r.impl);
+  ucs_status_t s;
+  size_t got = 0;
+  if (!op.ctrl_done) {
+    {
+      LockGuard g(worker_);
+      s = check(op.ctrl, r.is_recv ? &got : nullptr);
+    }
+    if (s == UCS_INPROGRESS) return Status();
+    if (s == UCS_ERR_MESSAGE_TRUNCATED) {
+      return describe(r, COLLX_ERR_MISMATCH, "message longer than expected in");
+    }
+    if (s != UCS_OK) return request_error(r, s, "in");
+    op.ctrl_done = true;
+    if (r.is_recv) {
+      // Everything in the rendezvous message comes from the peer: check it before use.
+      if (got != sizeof op.rts || op.rts[0] != kRtsMagic) {
+        return describe(r, COLLX_ERR_MISMATCH,
+                        format("got a %zu-byte message that is not a transfer offer in", got)
+                            .c_str());
+      }
+      if (op.rts[2] != r.bytes) {
+        return describe(r, COLLX_ERR_MISMATCH,
+                        format("peer offers %llu bytes instead of the expected in",
+                               static_cast<unsigned long long>(op.rts[2]))
+                            .c_str());
+      }
+      // The one copy, outside the worker lock.
+      size_t done = 0;
+      while (done < r.bytes) {
+        iovec local{static_cast<uint8_t*>(r.buf) + done, r.bytes - done};
+        iovec remote{reinterpret_cast<void*>(op.rts[1] + done), r.bytes - done};
+        const ssize_t n =
+            process_vm_readv(static_cast<pid_t>(cma_pid_[r.peer]), &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+          const int e = n == 0 ? EIO : errno;
+          if (e == ESRCH) return describe(r, COLLX_ERR_PEER_FAILED, "peer process gone in");
+          return describe(r, COLLX_ERR_TRANSPORT,
+                          format("reading the peer's buffer failed (%s) in", strerror(e)).c_str());
+        }
+        done += static_cast<size_t>(n);
+      }
+      op.ack = kAckMagic;
+      LockGuard g(worker_);
+      op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(rank(), op.seq, r.step, true));
+      op.ack_posted = true;
+    }
+  }
+  {
+    LockGuard g(worker_);
+    s = check(op.ack_req, r.is_recv ? nullptr : &got);
+  }
+  if (s == UCS_INPROGRESS) return Status();
+  if (s != UCS_OK) return request_error(r, s, "in");
+  if (!r.is_recv && (got != sizeof op.ack || op.ack != kAckMagic)) {
+    return describe(r, COLLX_ERR_MISMATCH, "got a malformed acknowledgement in");
+  }
+  r.impl = nullptr;
+  r.done = true;
+  return Status();
 }
 
 Status UcxTransport::post(Request& r, uint32_t seq) {
+  if (r.bytes >= cma_min_ && cma_pid_[r.peer] != 0) return post_one_copy(r, seq);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
@@ -270,6 +442,7 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
 }
 
 Status UcxTransport::test(Request& r) {
+  if (r.one_copy) return test_one_copy(r);
   LockGuard g(worker_);
   ucs_status_t s;
   ucp_tag_recv_info_t info{};
@@ -302,14 +475,25 @@ void UcxTransport::cancel(const std::vector<Request*>& pending) {
   std::vector<void*> receives;
   {
     LockGuard g(worker_);
-    for (Request* r : pending) {
-      if (r->is_recv) {
-        ucp_request_cancel(worker_.worker(), r->impl);
-        receives.push_back(r->impl);
+    // A receive is cancelled and waited for (it could still write into its buffer); a send
+    // only reads, and UCX releases it when it completes or when the endpoint is closed.
+    auto drop = [&](void* req, bool is_recv) {
+      if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
+      if (is_recv) {
+        ucp_request_cancel(worker_.worker(), req);
+        receives.push_back(req);
       } else {
-        // A send only reads the user's buffer: UCX releases it when it completes or when
-        // the endpoint is closed.
-        ucp_request_free(r->impl);
+        ucp_request_free(req);
+      }
+    };
+    for (Request* r : pending) {
+      if (r->one_copy) {
+        auto& op = *static_cast<CmaOp*>(r->impl);
+        drop(op.ctrl, r->is_recv);
+        drop(op.ack_req, !r->is_recv);
+        op.ctrl = op.ack_req = nullptr;
+      } else {
+        drop(r->impl, r->is_recv);
       }
       r->impl = nullptr;
       r->done = true;

@@ -3,16 +3,35 @@
 // messages, zero-copy rendezvous (CMA/xpmem/RDMA get) above its threshold.
 #pragma once
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "transport/peer.h"
 #include "transport/transport.h"
 
 namespace collx {
+
+// Liveness of one peer process, shared by every communicator that includes it. A peer on
+// another node is watched by its data endpoints, created in UCX's peer error-handling mode
+// (TCP and InfiniBand report a dead peer). On this node that mode is no use: UCX 1.13's shared
+// memory has no peer-failure support, and asking for it moves every message to TCP (10x the
+// latency). A local peer is watched through a pidfd instead, which the kernel makes readable
+// when the process exits; waiters poll it now and then, with one system call for all peers.
+class UcxWorker;
+struct PeerWatch {
+  UcxWorker* owner = nullptr;
+  int pidfd = -1;                   // local peers
+  std::atomic<int> status{UCS_OK};  // ucs_status_t; UCS_OK while the peer is alive
+  void fail(ucs_status_t why);
+};
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
 // that communicators may be driven from different threads (UCS_THREAD_MODE_SERIALIZED).
@@ -40,12 +59,24 @@ class UcxWorker {
   // *failure to the last error status a request completed with.
   bool complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure);
 
+  // The watch of a peer process (`pid` on this node, else 0), created on first use; watches
+  // live as long as the worker. Call under the lock.
+  PeerWatch* watch(const std::vector<uint8_t>& address, int64_t pid);
+  // Incremented by every reported peer failure: a waiter rescans its peers only when it moves.
+  uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+
+  // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
+  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+
  private:
   UcxWorker() = default;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
   std::atomic<bool> lock_{false};
+  std::map<std::string, std::unique_ptr<PeerWatch>> watches_;  // by worker address
+  friend struct PeerWatch;
+  std::atomic<uint64_t> failures_{0};
 };
 
 struct LockGuard {
@@ -54,12 +85,20 @@ struct LockGuard {
   UcxWorker& w_;
 };
 
+// Within a node, messages of at least `cma_min` bytes are copied once by the receiver with
+// process_vm_readv from the sender's buffer, after a small rendezvous message over UCX
+// (address and length, checked before use) and before an acknowledgement back. libcollx does
+// this itself rather than through UCX's CMA rendezvous: UCX 1.13 aborts the process when a
+// CMA read fails on an endpoint without error handling (a peer died), and shared memory
+// offers no endpoint with error handling. Here a dead peer is an error value.
 class UcxTransport final : public Transport {
  public:
-  // addresses[i] is rank i's worker address. comm_id is unique among this rank's communicators.
+  // peers[i] describes rank i (its address, node and pid); my_node is this rank's node.
+  // cma_min: SIZE_MAX turns the one-copy path off. comm_id is unique among this rank's
+  // communicators.
   static Status create(UcxWorker& worker, int rank, int size, uint16_t comm_id,
-                       const std::vector<std::vector<uint8_t>>& addresses, double timeout_s,
-                       UcxTransport** out);
+                       const std::vector<PeerInfo>& peers, uint64_t my_node, size_t cma_min,
+                       double timeout_s, UcxTransport** out);
   ~UcxTransport() override;
 
   // Completes the wireup of every endpoint (so that closing one later needs nothing from the
@@ -75,22 +114,46 @@ class UcxTransport final : public Transport {
   void progress() override;
   void cancel(const std::vector<Request*>& pending) override;
   Status peer_failure(const Request& r) const override;
+  void reset_op() override { cma_ops_.clear(); }
 
  private:
+  // State of one one-copy transfer. The sender sends `rts` and receives `ack`; the receiver
+  // receives `rts`, reads, and sends `ack`.
+  struct CmaOp {
+    uint64_t rts[3];  // magic, address, length
+    uint64_t ack = 0;
+    uint32_t seq = 0;
+    void* ctrl = nullptr;  // sender: the rts send; receiver: the rts receive
+    void* ack_req = nullptr;
+    bool ctrl_done = false;
+    bool ack_posted = false;
+  };
+
   UcxTransport(UcxWorker& w, int rank, int size, uint16_t comm_id)
       : Transport(rank, size), worker_(w), comm_id_(comm_id) {}
-  ucp_tag_t tag(int src, uint32_t seq, uint32_t step) const;
-  // UCX's peer error handler: records the failure of the endpoint's peer.
-  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  ucp_tag_t tag(int src, uint32_t seq, uint32_t step, bool ack = false) const;
   // A request that failed with `s`: PEER_FAILED where a peer is gone, else TRANSPORT.
   Status request_error(const Request& r, ucs_status_t s, const char* when) const;
+  // Post a tagged send or receive of a small control message (under the worker lock).
+  void* send_ctrl(int peer, const void* buf, size_t bytes, ucp_tag_t t);
+  void* recv_ctrl(void* buf, size_t bytes, ucp_tag_t t);
+  // Checks a UCX request without taking the lock: UCS_INPROGRESS, or its final status (freed).
+  ucs_status_t check(void*& req, size_t* received = nullptr);
+  Status post_one_copy(Request& r, uint32_t seq);
+  Status test_one_copy(Request& r);
 
   UcxWorker& worker_;
   uint16_t comm_id_;
   double close_timeout_s_ = 1;
+  size_t cma_min_ = SIZE_MAX;
   std::vector<ucp_ep_h> eps_;
-  std::unique_ptr<std::atomic<int>[]> peer_status_;  // ucs_status_t per peer; UCS_OK: alive
-  std::atomic<int> failed_peer_{-1};  // the first peer reported failed
+  std::vector<int64_t> cma_pid_;     // per peer: its pid where one-copy transfers apply, else 0
+  std::vector<PeerWatch*> watches_;  // per peer; null for this rank
+  std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
+  std::vector<PeerWatch*> polled_;   // their watches
+  mutable uint32_t polls_ = 0;
+  std::deque<CmaOp> cma_ops_;        // this operation's one-copy transfers (stable addresses)
+  mutable uint64_t failures_seen_ = 0;
   bool force_close_ = false;
 };
 
