@@ -121,6 +121,13 @@ TEST_CASE("a second thread using a busy communicator gets an error", "[threads]"
   CHECK(req == nullptr);
   CHECK(collx_comm_destroy(comms[0]) == COLLX_ERR_INVALID_ARG);
   CHECK(says("in use by another thread"));
+  // Queries are allowed while another thread is inside a call.
+  int rank = -1, size = -1;
+  CHECK(collx_comm_rank(comms[0], &rank) == COLLX_SUCCESS);
+  CHECK(collx_comm_size(comms[0], &size) == COLLX_SUCCESS);
+  CHECK(rank == 0);
+  CHECK(size == 2);
+  CHECK(collx_comm_algorithm(comms[0], 4) != nullptr);
   CHECK(x == 5);
   // Now rank 1 joins and rank 0's call completes normally.
   CHECK(collx_allreduce(COLLX_IN_PLACE, b.data(), b.size(), COLLX_INT32, COLLX_SUM, comms[1]) ==

@@ -5,10 +5,24 @@
  * argument, rank, peer or step involved. The library never aborts, never prints unless asked
  * and never waits without a deadline (COLLX_TIMEOUT seconds).
  *
- * Thread safety: collx_init/collx_finalize must not race with any other call. Different
- * communicators may be used concurrently from different threads. One communicator must not be
- * used by two threads at once (as with an MPI communicator); requests it returned may be
- * tested/waited from any one thread at a time.
+ * Threads (each rule is tested in test/test_threads.cc):
+ *   collx_init, collx_finalize   any thread, concurrently with each other (reference counted);
+ *                                the last collx_finalize must not race with calls on
+ *                                communicators (it fails while any exists).
+ *   collx_comm_create            the ranks of one communicator may call it from threads of
+ *                                one process at once; the creation of different communicators
+ *                                must not overlap in time within a process (like MPI's
+ *                                collective communicator constructors, they are ordered).
+ *   collx_allreduce, collx_iallreduce, collx_comm_destroy
+ *                                different communicators concurrently from different threads;
+ *                                one communicator by one thread at a time: a second thread
+ *                                calling into a busy communicator gets COLLX_ERR_INVALID_ARG
+ *                                ("in use by another thread"), and nothing of either call is
+ *                                harmed.
+ *   collx_test, collx_wait       any thread, one thread per request at a time (the request
+ *                                may be completed by another thread than the one that posted
+ *                                it; a completed request is freed, its handle is dead).
+ *   collx_comm_rank/size/algorithm, collx_strerror, names   any thread, any time.
  */
 #ifndef COLLX_COLLX_H
 #define COLLX_COLLX_H

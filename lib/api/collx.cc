@@ -27,7 +27,10 @@ std::unordered_set<const Comm*>& live_comms() {
   return *s;
 }
 
-Status to_comm(collx_comm_t handle, const char* fn, Comm** out) {
+// Runs read(comm) under the registry lock, so that a concurrent destroy cannot free the
+// communicator while it is read.
+template <typename F>
+Status read_comm(collx_comm_t handle, const char* fn, F&& read) {
   auto* c = reinterpret_cast<Comm*>(handle);
   if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   std::lock_guard<std::mutex> g(g_comms_mu);
@@ -35,7 +38,7 @@ Status to_comm(collx_comm_t handle, const char* fn, Comm** out) {
     return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
                  static_cast<void*>(handle));
   }
-  *out = c;
+  read(*c);
   return Status();
 }
 
@@ -196,19 +199,13 @@ collx_status_t collx_comm_destroy(collx_comm_t handle) {
 }
 
 collx_status_t collx_comm_rank(collx_comm_t handle, int* rank) {
-  Comm* c = nullptr;
-  Status st = to_comm(handle, "collx_comm_rank", &c);
-  if (st.ok() && rank == nullptr) st = error(COLLX_ERR_INVALID_ARG, "collx_comm_rank: rank is NULL");
-  if (st.ok()) *rank = c->rank();
-  return report(st);
+  if (rank == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_rank: rank is NULL"));
+  return report(read_comm(handle, "collx_comm_rank", [&](const Comm& c) { *rank = c.rank(); }));
 }
 
 collx_status_t collx_comm_size(collx_comm_t handle, int* size) {
-  Comm* c = nullptr;
-  Status st = to_comm(handle, "collx_comm_size", &c);
-  if (st.ok() && size == nullptr) st = error(COLLX_ERR_INVALID_ARG, "collx_comm_size: size is NULL");
-  if (st.ok()) *size = c->size();
-  return report(st);
+  if (size == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_size: size is NULL"));
+  return report(read_comm(handle, "collx_comm_size", [&](const Comm& c) { *size = c.size(); }));
 }
 
 collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
@@ -261,9 +258,12 @@ collx_status_t collx_wait(collx_request_t* request) {
 }
 
 const char* collx_comm_algorithm(collx_comm_t handle, size_t bytes) {
-  Comm* c = nullptr;
-  if (!to_comm(handle, "collx_comm_algorithm", &c).ok()) return nullptr;
-  return collx::algo_name(c->selection().pick(bytes));
+  const char* name = nullptr;
+  const Status st = read_comm(handle, "collx_comm_algorithm", [&](const Comm& c) {
+    name = collx::algo_name(c.selection().pick(bytes));
+  });
+  report(st);
+  return name;
 }
 
 }  // extern "C"
