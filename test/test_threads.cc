@@ -32,11 +32,8 @@ struct Member {
   int rank;
 };
 
-int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
-  auto* m = static_cast<Member*>(ctx);
-  Board& b = *m->board;
-  std::unique_lock<std::mutex> lk(b.mu);
-  b.slots[m->rank].assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+// Waits until every member has arrived (lk holds b.mu).
+void rendezvous(Board& b, std::unique_lock<std::mutex>& lk) {
   const uint64_t gen = b.generation;
   if (++b.arrived == static_cast<uint64_t>(b.size)) {
     b.arrived = 0;
@@ -45,16 +42,18 @@ int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
   } else {
     b.cv.wait(lk, [&] { return b.generation != gen; });
   }
-  for (int i = 0; i < b.size; ++i) std::memcpy(static_cast<char*>(recv) + i * bytes, b.slots[i].data(), bytes);
-  // Nobody may overwrite a slot before everyone has read it: a second rendezvous.
-  const uint64_t gen2 = b.generation;
-  if (++b.arrived == static_cast<uint64_t>(b.size)) {
-    b.arrived = 0;
-    ++b.generation;
-    b.cv.notify_all();
-  } else {
-    b.cv.wait(lk, [&] { return b.generation != gen2; });
+}
+
+int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
+  auto* m = static_cast<Member*>(ctx);
+  Board& b = *m->board;
+  std::unique_lock<std::mutex> lk(b.mu);
+  b.slots[m->rank].assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+  rendezvous(b, lk);
+  for (int i = 0; i < b.size; ++i) {
+    std::memcpy(static_cast<char*>(recv) + i * bytes, b.slots[i].data(), bytes);
   }
+  rendezvous(b, lk);  // nobody overwrites a slot before everyone has read it
   return 0;
 }
 

@@ -27,10 +27,10 @@ std::unordered_set<const Comm*>& live_comms() {
   return *s;
 }
 
-// Runs read(comm) under the registry lock, so that a concurrent destroy cannot free the
-// communicator while it is read.
+// Runs use(comm) under the registry lock, so that a concurrent destroy cannot free the
+// communicator meanwhile; use returns a Status.
 template <typename F>
-Status read_comm(collx_comm_t handle, const char* fn, F&& read) {
+Status with_live_comm(collx_comm_t handle, const char* fn, F&& use) {
   auto* c = reinterpret_cast<Comm*>(handle);
   if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   std::lock_guard<std::mutex> g(g_comms_mu);
@@ -38,8 +38,15 @@ Status read_comm(collx_comm_t handle, const char* fn, F&& read) {
     return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
                  static_cast<void*>(handle));
   }
-  read(*c);
-  return Status();
+  return use(*c);
+}
+
+template <typename F>
+Status read_comm(collx_comm_t handle, const char* fn, F&& read) {
+  return with_live_comm(handle, fn, [&](Comm& c) {
+    read(c);
+    return Status();
+  });
 }
 
 // A communicator held by one call, so that a second thread using it at the same time (or
@@ -61,21 +68,16 @@ class Claim {
 };
 
 Status claim_comm(collx_comm_t handle, const char* fn, Claim* out) {
-  auto* c = reinterpret_cast<Comm*>(handle);
-  if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
-  std::lock_guard<std::mutex> g(g_comms_mu);
-  if (live_comms().count(c) == 0) {
-    return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
-                 static_cast<void*>(handle));
-  }
-  if (!c->try_claim()) {
-    return error(COLLX_ERR_INVALID_ARG,
-                 "%s: comm %p is in use by another thread (a communicator is used by one thread "
-                 "at a time)",
-                 fn, static_cast<void*>(handle));
-  }
-  out->c_ = c;
-  return Status();
+  return with_live_comm(handle, fn, [&](Comm& c) {
+    if (!c.try_claim()) {
+      return error(COLLX_ERR_INVALID_ARG,
+                   "%s: comm %p is in use by another thread (a communicator is used by one "
+                   "thread at a time)",
+                   fn, static_cast<void*>(handle));
+    }
+    out->c_ = &c;
+    return Status();
+  });
 }
 
 const char* const kDtypeNames[] = {"int8",    "uint8",    "int16",   "uint16",
