@@ -59,7 +59,8 @@ void usage(const char* prog) {
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
-               "  --algo: recursive_doubling | rabenseifner | ring (default: the selection table)\n"
+               "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot\n"
+               "         (default: the selection table)\n"
                "  --compare-pmpi: also time PMPI_Allreduce (the MPI library itself, never\n"
                "         intercepted); run under LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then\n"
                "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n",

@@ -13,6 +13,7 @@
 //
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
 //        fault_test ALGO FAULT MODE RANKS VICTIM  (one scenario)
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -317,7 +318,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    for (const char* algo : {"recursive_doubling", "rabenseifner", "ring"}) {
+    for (const char* algo :
+         {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot", "shm_two_shot"}) {
       matrix.push_back({algo, SIGKILL, false, 3, 1});
       matrix.push_back({algo, SIGKILL, true, 4, 0});
       matrix.push_back({algo, SIGSTOP, false, 3, 2});
@@ -331,6 +333,17 @@ int main(int argc, char** argv) {
   for (const Scenario& sc : matrix) {
     setenv("COLLX_ALLREDUCE_ALGO", sc.algo.c_str(), 1);
     if (!run_scenario(sc)) ++failed;
+  }
+  // Shared memory: the segments were unlinked right after every rank attached, so even the
+  // jobs whose ranks died left nothing behind.
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, "collx-", 6) == 0) {
+        std::printf("FAIL: /dev/shm/%s left behind\n", e->d_name);
+        ++failed;
+      }
+    }
+    closedir(d);
   }
   std::printf("%d of %zu scenarios failed\n", failed, matrix.size());
   return failed == 0 ? 0 : 1;

@@ -103,19 +103,22 @@ int main(int argc, char** argv) {
   }
   collx::Config config;
   collx::Status st = collx::load_config(&config);
-  collx::Selection sel;
-  if (st.ok()) st = collx::make_selection(config, ranks, &sel);
-  if (!st.ok()) {
-    std::printf("selection:   error: %s\n", st.message().c_str());
-    return 1;
+  for (bool one_node : {true, false}) {
+    collx::Selection sel;
+    if (st.ok()) st = collx::make_selection(config, ranks, one_node, &sel);
+    if (!st.ok()) {
+      std::printf("selection:   error: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf("selection (allreduce, %d ranks, host memory, %s):\n", ranks,
+                one_node ? "all on one node" : "across nodes");
+    for (const collx::SelectRange& r : sel.ranges) {
+      collx::Selection one;
+      one.ranges = {r};
+      std::printf("  %s\n", one.to_string().c_str());
+    }
+    std::printf("  as COLLX_TUNE: %s\n", sel.to_string().c_str());
   }
-  std::printf("selection (allreduce, %d ranks, host memory):\n", ranks);
-  for (const collx::SelectRange& r : sel.ranges) {
-    collx::Selection one;
-    one.ranges = {r};
-    std::printf("  %s\n", one.to_string().c_str());
-  }
-  std::printf("  as COLLX_TUNE: %s\n", sel.to_string().c_str());
   std::printf("configuration (COLLX_*):\n");
   print_config(false);
   return 0;

@@ -7,6 +7,12 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
     case Algo::kRecursiveDoubling: return allreduce_recursive_doubling(a);
     case Algo::kRabenseifner: return allreduce_rabenseifner(a);
     case Algo::kRing: return allreduce_ring(a);
+    case Algo::kShmOneShot:
+    case Algo::kShmTwoShot:
+      if (a.shm == nullptr) {
+        return error(COLLX_ERR_INTERNAL, "%s without shared memory", algo_name(algo));
+      }
+      return algo == Algo::kShmOneShot ? allreduce_shm_one_shot(a) : allreduce_shm_two_shot(a);
     case Algo::kCount: break;
   }
   return error(COLLX_ERR_INTERNAL, "no allreduce algorithm %d", static_cast<int>(algo));

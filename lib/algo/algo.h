@@ -1,5 +1,6 @@
-// Allreduce algorithms see only a Transport and a Reducer (no UCX, CUDA or MPI), so each runs
-// unchanged over UCX and over the in-process transport of the unit tests.
+// Allreduce algorithms see only a Transport (and, for the shm_* ones, a ShmChannel: memory
+// shared by the ranks) and a Reducer (no UCX, CUDA or MPI), so each runs unchanged over UCX
+// and over the in-process transport of the unit tests.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,8 @@
 #include "transport/transport.h"
 
 namespace collx {
+
+class ShmChannel;
 
 // Temporary space owned by the communicator and reused between calls: after warm-up a repeated
 // call allocates nothing (and UCX's registration cache keeps it registered).
@@ -50,11 +53,14 @@ struct AllreduceArgs {
   size_t count;  // > 0; communicator size > 1
   Scratch& scratch;
   size_t segment_bytes;  // ring pipeline segment
+  ShmChannel* shm = nullptr;  // shared memory of the ranks, when all share a node
 };
 
 Status allreduce_recursive_doubling(const AllreduceArgs& a);
 Status allreduce_rabenseifner(const AllreduceArgs& a);
 Status allreduce_ring(const AllreduceArgs& a);
+Status allreduce_shm_one_shot(const AllreduceArgs& a);  // needs a.shm
+Status allreduce_shm_two_shot(const AllreduceArgs& a);  // needs a.shm
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 

@@ -1,6 +1,7 @@
 #include "core/bootstrap.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace collx {
 
@@ -25,7 +26,7 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
 
 Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
                     uint32_t max_len, std::vector<PeerInfo>* out) {
-  const size_t slot = size_t{max_len} + 1;
+  const size_t slot = size_t{max_len} + kSlotHeader;
   if (size <= 0 || blob_bytes / static_cast<size_t>(size) < slot) {
     return error(COLLX_ERR_INTERNAL, "bootstrap: %zu address bytes for %d ranks of %zu",
                  blob_bytes, size, slot);
@@ -39,7 +40,9 @@ Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* al
     const uint8_t* a = blob + static_cast<size_t>(i) * slot;
     PeerInfo& peer = (*out)[i];
     peer.cma_ok = (a[0] & kFlagCma) != 0;
-    peer.address.assign(a + 1, a + 1 + all[i].addr_len);
+    const char* name = reinterpret_cast<const char*>(a + 1);
+    peer.shm_name.assign(name, strnlen(name, kShmNameBytes));
+    peer.address.assign(a + kSlotHeader, a + kSlotHeader + all[i].addr_len);
     peer.node = all[i].node;
     peer.pid = all[i].pid;
   }

@@ -35,9 +35,12 @@ struct BootAgreement {
 // agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id and a pid.
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
 
-// Round 2 gathers one slot of 1 + max_len bytes per rank: a flags byte (bit 0: CMA works
-// towards every peer on the node), then the UCX address padded to max_len.
+// Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA
+// works towards every peer on the node), the shared-memory segment name (rank 0's is used,
+// checked by ShmSegment::attach), then the UCX address padded to max_len.
 constexpr uint8_t kFlagCma = 1;
+constexpr size_t kShmNameBytes = 48;
+constexpr size_t kSlotHeader = 1 + kShmNameBytes;
 Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
                     uint32_t max_len, std::vector<PeerInfo>* out);
 

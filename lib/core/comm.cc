@@ -34,10 +34,15 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection)
     : transport_(std::move(transport)), config_(config), selection_(std::move(selection)) {}
 
-Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out) {
+Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
+                    void* shared) {
   Selection sel;
-  COLLX_TRY(make_selection(config, transport->size(), &sel));
-  *out = new Comm(std::move(transport), config, std::move(sel));
+  COLLX_TRY(make_selection(config, transport->size(), shared != nullptr, &sel));
+  Comm* c = new Comm(std::move(transport), config, std::move(sel));
+  if (shared != nullptr) {
+    c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk);
+  }
+  *out = c;
   return Status();
 }
 
@@ -48,8 +53,6 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   }
   Config config;
   COLLX_TRY(load_config(&config));
-  Selection sel;
-  COLLX_TRY(make_selection(config, p.size, &sel));
 
   // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
@@ -63,18 +66,32 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
 
   // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
-  bool cma_ok = true;
+  bool cma_ok = true, one_node = true;
   for (int i = 0; i < p.size; ++i) {
+    one_node = one_node && all[i].node == my_node;
     if (i != p.rank && all[i].node == my_node) {
       cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
     }
   }
+  Selection sel;
+  COLLX_TRY(make_selection(config, p.size, one_node, &sel));
 
-  // Round 2: a flags byte and the worker address padded to the longest, per rank.
+  // Within one node rank 0 creates the shared-memory segment; its name travels in round 2.
+  const bool use_shm = one_node && p.size > 1;
+  std::unique_ptr<ShmSegment> created;
+  Status shm_status;
+  if (use_shm && p.rank == 0) {
+    ShmSegment* seg = nullptr;
+    shm_status = ShmSegment::create(ShmChannel::bytes_for(p.size, config.shm_chunk), &seg);
+    created.reset(seg);
+  }
+
+  // Round 2: flags, segment name and the worker address padded to the longest, per rank.
   const uint32_t max_len = agreed.max_addr_len;
-  std::vector<uint8_t> slot(size_t{max_len} + 1, 0), slots(slot.size() * p.size);
+  std::vector<uint8_t> slot(size_t{max_len} + kSlotHeader, 0), slots(slot.size() * p.size);
   slot[0] = cma_ok ? kFlagCma : 0;
-  std::memcpy(slot.data() + 1, my_addr.data(), my_addr.size());
+  if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
+  std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
   COLLX_TRY(oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses"));
   std::vector<PeerInfo> peers;
   COLLX_TRY(decode_peers(slots.data(), slots.size(), all.data(), p.size, max_len, &peers));
@@ -90,15 +107,60 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->context_ = ctx;
   ctx->live_comms.fetch_add(1);
+  c->segment_ = std::move(created);
   // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
   // rank needs another to progress for anything but the collectives themselves.
   Status st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
+  if (st.ok() && use_shm) {
+    st = c->setup_shm(shm_status.ok() ? peers[0].shm_name : std::string(), p.rank == 0);
+  }
   if (!st.ok()) {
     delete c;
     return st;
   }
   *out = c;
+  return Status();
+}
+
+Status Comm::allreduce_min(int64_t* v) {
+  Reducer min;
+  COLLX_TRY(make_reducer(COLLX_INT64, COLLX_MIN, &min));
+  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+  return transport_->end_op(allreduce_recursive_doubling(
+      AllreduceArgs{*transport_, min, reinterpret_cast<uint8_t*>(v), reinterpret_cast<uint8_t*>(v),
+                    1, scratch_, config_.ring_segment}));
+}
+
+Status Comm::setup_shm(const std::string& name, bool created_here) {
+  const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
+  Status attached;
+  if (!created_here) {
+    ShmSegment* seg = nullptr;
+    attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank 0 could not create the segment")
+                            : ShmSegment::attach(name, bytes, &seg);
+    segment_.reset(seg);
+  } else if (!segment_) {
+    attached = error(COLLX_ERR_TRANSPORT, "creating the shared-memory segment failed");
+  }
+  int64_t ok = attached.ok() ? 1 : 0;
+  COLLX_TRY(allreduce_min(&ok));
+  // Every rank has attached (or given up): the name is no longer needed.
+  if (segment_) segment_->unlink();
+  if (ok == 1) {
+    shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk);
+    return Status();
+  }
+  // Without the segment: the point-to-point algorithms, unless one was forced.
+  segment_.reset();
+  Selection sel;
+  Status st = make_selection(config_, size(), false, &sel);
+  if (!st.ok()) {
+    return error(COLLX_ERR_TRANSPORT, "rank %d: shared memory unavailable (%s): %s", rank(),
+                 attached.ok() ? "a peer could not attach" : attached.message().c_str(),
+                 st.message().c_str());
+  }
+  selection_ = std::move(sel);
   return Status();
 }
 
@@ -141,7 +203,7 @@ Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
   }
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
-                           scratch_,    config_.ring_segment};
+                           scratch_,    config_.ring_segment, shm_.get()};
   Status st = transport_->end_op(run_allreduce(selection_.pick(bytes), args));
   if (!st.ok()) {
     fail(st);

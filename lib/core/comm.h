@@ -15,6 +15,7 @@
 #include "api/status.h"
 #include "core/config.h"
 #include "select/select.h"
+#include "transport/shm.h"
 #include "transport/transport.h"
 
 namespace collx {
@@ -41,8 +42,11 @@ class Comm {
  public:
   // Bootstraps over UCX through the user's out-of-band allgather.
   static Status create(const collx_comm_params_t& params, Comm** out);
-  // Over a transport built by the caller (the in-process transport of the tests).
-  static Status create(std::unique_ptr<Transport> transport, const Config& config, Comm** out);
+  // Over a transport built by the caller (the in-process transport of the tests); with
+  // `shared`, ShmChannel::bytes_for(size, config.shm_chunk) zeroed bytes shared by all ranks,
+  // the shm_* algorithms are available.
+  static Status create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
+                       void* shared = nullptr);
   ~Comm();
 
   int rank() const { return transport_->rank(); }
@@ -67,6 +71,10 @@ class Comm {
   Status run_barrier();
   void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
+  // Minimum of `v` over the ranks (a small collective on its own sequence number).
+  Status allreduce_min(int64_t* v);
+  // Attaches the node's shared memory (rank 0 created it) and agrees that all ranks did.
+  Status setup_shm(const std::string& name, bool created_here);
   void worker_main();
 
   std::unique_ptr<Transport> transport_;
@@ -74,6 +82,8 @@ class Comm {
   Config config_;
   Selection selection_;
   Scratch scratch_;
+  std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
+  std::unique_ptr<ShmChannel> shm_;
   uint32_t next_seq_ = 0;
   Status failed_;  // first error; afterwards every call fails fast
   std::atomic<bool> busy_{false};

@@ -18,7 +18,7 @@ const ConfigRow kRows[] = {
      "sooner, as COLLX_ERR_PEER_FAILED."},
     {"COLLX_ALLREDUCE_ALGO", "name", "auto",
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
-     "ring."},
+     "ring, shm_one_shot, shm_two_shot (the shm_* ones need all ranks on one node)."},
     {"COLLX_TUNE", "ranges", "",
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
@@ -42,6 +42,9 @@ const ConfigRow kRows[] = {
     {"COLLX_CMA_MIN", "bytes", "16K",
      "Messages of at least this size between ranks of one node are copied once, by the "
      "receiver reading the sender's buffer (cross-memory attach), instead of through UCX."},
+    {"COLLX_SHM_CHUNK", "bytes", "128K",
+     "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
+     "segment holds 2(p+1) such chunks; messages of any size stream through it."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce calls "
      "libcollx served and how many it passed through, per reason."},
@@ -119,6 +122,11 @@ Status load_config(Config* out, char** env) {
       }
     } else if (name == "COLLX_NODE") {
       c.node = v;
+    } else if (name == "COLLX_SHM_CHUNK") {
+      if (!parse_bytes(v, &c.shm_chunk) || c.shm_chunk < 4096 || c.shm_chunk > (1u << 30) ||
+          c.shm_chunk % 64 != 0) {
+        return bad(row.name, v, "a multiple of 64 bytes between 4K and 1G");
+      }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
     } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK") {

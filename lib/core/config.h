@@ -32,6 +32,7 @@ struct Config {
   bool check = false;        // agree on the call before each collective
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
+  size_t shm_chunk = 128 << 10;
   bool mpi = true;           // PMPI interposer on
   bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
 };

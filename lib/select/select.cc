@@ -5,7 +5,9 @@
 namespace collx {
 
 namespace {
-constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring"};
+constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
+constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot",
+                                  "shm_two_shot"};
 
 std::string size_string(size_t b) {
   if (b == kInf) return "inf";
@@ -69,7 +71,7 @@ Status parse_tune(std::string_view s, Selection* out) {
     }
     if (r.hi <= r.lo) return bad_token(token, "empty range (upper bound not above lower bound)");
     if (!algo_from_name(token.substr(colon + 1), &r.algo)) {
-      return bad_token(token, "unknown algorithm (recursive_doubling, rabenseifner, ring)");
+      return bad_token(token, "unknown algorithm (recursive_doubling, rabenseifner, ring, shm_one_shot, shm_two_shot)");
     }
     sel.ranges.push_back(r);
   }
@@ -93,7 +95,19 @@ Status parse_tune(std::string_view s, Selection* out) {
   return Status();
 }
 
-Selection default_selection(int comm_size) {
+Selection default_selection(int comm_size, bool one_node) {
+  // Within a node the shared-memory one-shot is the latency path (docs/PERFORMANCE.md: 2
+  // ranks, it matches or beats recursive doubling up to 8K). Above, the point-to-point
+  // algorithms with their one-copy transfers measured faster than the copy-in/copy-out
+  // two-shot at 2 ranks; for more ranks per node the two-shot takes the middle sizes, where
+  // its 2 synchronisations beat 2 lg p or 2(p-1) messages (unmeasured here: 2 cores).
+  if (one_node && comm_size > 2) {
+    Selection sel;
+    sel.ranges = {{0, kShmOneShotMax, Algo::kShmOneShot},
+                  {kShmOneShotMax, 1 << 20, Algo::kShmTwoShot},
+                  {1 << 20, kInf, Algo::kRing}};
+    return sel;
+  }
   // Larger communicators keep the textbook shape until they are measured on a machine with
   // enough cores: latency-bound below 8K, Rabenseifner while its 2 lg p messages cost less
   // than the ring's 2(p-1), ring for the largest messages.
@@ -102,7 +116,7 @@ Selection default_selection(int comm_size) {
   // threshold and Rabenseifner's two halves do not; from 4M the pipelined ring wins.
   Selection sel;
   if (comm_size <= 2) {
-    sel.ranges = {{0, 16 << 10, Algo::kRecursiveDoubling},
+    sel.ranges = {{0, 16 << 10, one_node ? Algo::kShmOneShot : Algo::kRecursiveDoubling},
                   {16 << 10, 32 << 10, Algo::kRabenseifner},
                   {32 << 10, 1 << 20, Algo::kRecursiveDoubling},
                   {1 << 20, 4 << 20, Algo::kRabenseifner},
@@ -115,18 +129,26 @@ Selection default_selection(int comm_size) {
   return sel;
 }
 
-Status make_selection(const Config& config, int comm_size, Selection* out) {
-  Selection sel = default_selection(comm_size);
+Status make_selection(const Config& config, int comm_size, bool one_node, Selection* out) {
+  Selection sel = default_selection(comm_size, one_node);
   if (!config.tune.empty()) COLLX_TRY(parse_tune(config.tune, &sel));
   if (config.algo != "auto") {
     Algo a;
     if (!algo_from_name(config.algo, &a)) {
       return error(COLLX_ERR_CONFIG,
                    "COLLX_ALLREDUCE_ALGO=%s is not an algorithm (auto, recursive_doubling, "
-                   "rabenseifner, ring)",
+                   "rabenseifner, ring, shm_one_shot, shm_two_shot)",
                    config.algo.c_str());
     }
     sel.ranges = {{0, kInf, a}};
+  }
+  for (const SelectRange& r : sel.ranges) {
+    if (needs_shm(r.algo) && !one_node && comm_size > 1) {
+      return error(COLLX_ERR_CONFIG,
+                   "%s needs every rank of the communicator on one node (these %d ranks span "
+                   "nodes)",
+                   algo_name(r.algo), comm_size);
+    }
   }
   *out = std::move(sel);
   return Status();

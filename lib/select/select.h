@@ -14,7 +14,15 @@
 
 namespace collx {
 
-enum class Algo : uint8_t { kRecursiveDoubling, kRabenseifner, kRing, kCount };
+enum class Algo : uint8_t {
+  kRecursiveDoubling,
+  kRabenseifner,
+  kRing,
+  kShmOneShot,  // shared memory: needs every rank of the communicator on one node
+  kShmTwoShot,
+  kCount
+};
+inline bool needs_shm(Algo a) { return a == Algo::kShmOneShot || a == Algo::kShmTwoShot; }
 
 const char* algo_name(Algo a);
 bool algo_from_name(std::string_view name, Algo* out);
@@ -42,10 +50,11 @@ struct Selection {
 // Parses a COLLX_TUNE string; errors name the offending token.
 Status parse_tune(std::string_view s, Selection* out);
 
-// The measured defaults for a communicator of `comm_size` ranks.
-Selection default_selection(int comm_size);
+// The measured defaults for a communicator of `comm_size` ranks, all on one node or not.
+Selection default_selection(int comm_size, bool one_node);
 
-// Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO.
-Status make_selection(const Config& config, int comm_size, Selection* out);
+// Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO. A shm_* algorithm for a communicator
+// that spans nodes is COLLX_ERR_CONFIG.
+Status make_selection(const Config& config, int comm_size, bool one_node, Selection* out);
 
 }  // namespace collx

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace collx {
@@ -11,6 +12,7 @@ struct PeerInfo {
   uint64_t node = 0;             // topo/node.h: equal values share memory
   int64_t pid = 0;
   bool cma_ok = false;  // the peer could read the memory of every peer on its node
+  std::string shm_name;  // rank 0: the node's shared-memory segment (unchecked)
 };
 
 }  // namespace collx

@@ -33,6 +33,26 @@ Status Transport::describe(const Request& r, collx_status_t code, const char* wh
                r.is_recv ? "receive from" : "send to", r.peer, r.bytes, seq_, r.step);
 }
 
+void Transport::yield() { sched_yield(); }
+
+Status Transport::check_wait(int peer, const char* what) const {
+  std::string why;
+  const int dead = dead_peer(peer, &why);
+  if (dead >= 0) {
+    return error(COLLX_ERR_PEER_FAILED,
+                 "rank %d: rank %d failed (%s) while waiting for rank %d to %s (collective #%u, "
+                 "shared-memory step)",
+                 rank_, dead, why.c_str(), peer, what, seq_);
+  }
+  if (Clock::now() > deadline_) {
+    return error(COLLX_ERR_TIMEOUT,
+                 "rank %d: timed out after %g s waiting for rank %d to %s (collective #%u, "
+                 "shared-memory step)",
+                 rank_, timeout_s_, peer, what, seq_);
+  }
+  return Status();
+}
+
 Status Transport::post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv,
                                Handle* h) {
   if (peer < 0 || peer >= size_ || peer == rank_) {

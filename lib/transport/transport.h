@@ -46,6 +46,18 @@ class Transport {
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
 
+  // Waits until ready() holds, under the operation's deadline and peer-failure checks, with
+  // the same spin-then-yield policy as message waits. For algorithms that synchronise through
+  // shared memory; `peer` and `what` name what is awaited in the error.
+  template <typename F>
+  Status wait_until(F ready, int peer, const char* what) {
+    for (uint64_t round = 0;; ++round) {
+      if (ready()) return Status();
+      if (round >= static_cast<uint64_t>(spin_count_)) yield();
+      if ((round & 63) == 63) COLLX_TRY(check_wait(peer, what));
+    }
+  }
+
  protected:
   struct Request {
     void* impl = nullptr;  // transport-specific; null once complete
@@ -66,6 +78,11 @@ class Transport {
   virtual void cancel(const std::vector<Request*>& pending) = 0;
   // An error naming the request if its peer is known to have failed (checked while waiting).
   virtual Status peer_failure(const Request&) const { return Status(); }
+  // A peer known to have failed (`prefer` if it has), with the cause; -1 if none.
+  virtual int dead_peer(int /*prefer*/, std::string* /*why*/) const { return -1; }
+  // wait_until's checks: peer failure, then the deadline.
+  Status check_wait(int peer, const char* what) const;
+  static void yield();
   // Called by begin_op: nothing of the previous operation is in flight any more.
   virtual void reset_op() {}
 

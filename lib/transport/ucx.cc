@@ -251,7 +251,7 @@ Status UcxTransport::connect(double timeout_s) {
 
 // Every rank's data is part of every result: once any peer has failed, no collective on this
 // communicator can complete, whichever peer the caller happens to be waiting for.
-Status UcxTransport::peer_failure(const Request& r) const {
+int UcxTransport::dead_peer(int prefer, std::string* why) const {
   if (!pidfds_.empty() && (++polls_ & 15) == 0) {
     auto& fds = const_cast<std::vector<pollfd>&>(pidfds_);
     if (poll(fds.data(), fds.size(), 0) > 0) {
@@ -261,22 +261,29 @@ Status UcxTransport::peer_failure(const Request& r) const {
     }
   }
   const uint64_t failures = worker_.failures();
-  if (failures == failures_seen_) return Status();
+  if (failures == failures_seen_) return -1;
   auto failed = [&](int peer) {
     return watches_[peer] != nullptr && watches_[peer]->status.load() != UCS_OK;
   };
-  int dead = failed(r.peer) ? r.peer : -1;
+  int dead = failed(prefer) ? prefer : -1;
   for (int peer = 0; peer < size() && dead < 0; ++peer) {
     if (failed(peer)) dead = peer;
   }
   if (dead < 0) {
     failures_seen_ = failures;  // a failure elsewhere, outside this communicator
-    return Status();
+    return -1;
   }
   const PeerWatch& w = *watches_[dead];
-  const std::string why =
-      w.pidfd >= 0 ? std::string("its process exited")
-                   : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
+  *why = w.pidfd >= 0
+             ? std::string("its process exited")
+             : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
+  return dead;
+}
+
+Status UcxTransport::peer_failure(const Request& r) const {
+  std::string why;
+  const int dead = dead_peer(r.peer, &why);
+  if (dead < 0) return Status();
   if (dead == r.peer) {
     return describe(r, COLLX_ERR_PEER_FAILED, format("peer failed (%s) during", why.c_str()).c_str());
   }

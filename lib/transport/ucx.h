@@ -114,6 +114,7 @@ class UcxTransport final : public Transport {
   void progress() override;
   void cancel(const std::vector<Request*>& pending) override;
   Status peer_failure(const Request& r) const override;
+  int dead_peer(int prefer, std::string* why) const override;
   void reset_op() override { cma_ops_.clear(); }
 
  private:

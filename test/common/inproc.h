@@ -25,18 +25,30 @@ inline std::mutex& catch_mutex() {
     CHECK(__VA_ARGS__);                                              \
   } while (0)
 
-// fn(rank, comms): comms[k] is this rank's communicator made with configs[k].
+// fn(rank, comms): comms[k] is this rank's communicator made with configs[k]. The ranks are
+// threads of one process, so each communicator also gets memory they all share (as ranks of
+// one node share a segment) and the shm_* algorithms.
 inline void run_ranks(int p, const std::vector<Config>& configs,
                       const std::function<void(int, std::vector<Comm*>&)>& fn) {
   std::vector<std::unique_ptr<InprocFabric>> fabrics;
-  for (size_t k = 0; k < configs.size(); ++k) fabrics.push_back(std::make_unique<InprocFabric>(p));
+  std::vector<std::unique_ptr<uint64_t[]>> shared;
+  for (size_t k = 0; k < configs.size(); ++k) {
+    fabrics.push_back(std::make_unique<InprocFabric>(p));
+    const size_t bytes = ShmChannel::bytes_for(p, configs[k].shm_chunk);
+    shared.emplace_back(new uint64_t[(bytes + 63) / 8 + 8]());  // zeroed; aligned below
+  }
+  auto aligned = [&](size_t k) {
+    const auto a = reinterpret_cast<uintptr_t>(shared[k].get());
+    return reinterpret_cast<void*>((a + 63) & ~uintptr_t{63});
+  };
   std::vector<std::thread> threads;
   for (int r = 0; r < p; ++r) {
     threads.emplace_back([&, r] {
       std::vector<Comm*> comms;
       for (size_t k = 0; k < configs.size(); ++k) {
         Comm* c = nullptr;
-        Status st = Comm::create(std::make_unique<InprocTransport>(*fabrics[k], r), configs[k], &c);
+        Status st = Comm::create(std::make_unique<InprocTransport>(*fabrics[k], r), configs[k], &c,
+                                 aligned(k));
         if (!st.ok()) throw std::runtime_error(st.message());
         comms.push_back(c);
       }
@@ -51,6 +63,7 @@ inline Config config_for(const char* algo, size_t segment = 64 << 10) {
   Config c;
   c.algo = algo;
   c.ring_segment = segment;
+  c.shm_chunk = segment;
   c.spin = 50;
   c.timeout_s = 120;
   return c;

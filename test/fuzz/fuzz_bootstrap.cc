@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "transport/shm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -29,15 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (h.addr_len > agreed.max_addr_len || h.comm_id > agreed.comm_id) std::abort();
   }
   const size_t rest = size > header_bytes ? size - header_bytes : 0;
-  std::vector<uint8_t> blob(static_cast<size_t>(agreed.max_addr_len) * ranks);
+  const size_t slot = agreed.max_addr_len + collx::kSlotHeader;
+  std::vector<uint8_t> blob(slot * ranks);
   std::memcpy(blob.data(), data + (size - rest), rest < blob.size() ? rest : blob.size());
-  std::vector<std::vector<uint8_t>> addrs;
-  if (!collx::decode_addresses(blob.data(), blob.size(), headers.data(), ranks,
-                               agreed.max_addr_len, &addrs).ok()) {
+  std::vector<collx::PeerInfo> peers;
+  if (!collx::decode_peers(blob.data(), blob.size(), headers.data(), ranks, agreed.max_addr_len,
+                           &peers).ok()) {
     std::abort();  // consistent headers always decode
   }
   for (int i = 0; i < ranks; ++i) {
-    if (addrs[i].size() != headers[i].addr_len) std::abort();
+    if (peers[i].address.size() != headers[i].addr_len) std::abort();
+    if (peers[i].shm_name.size() >= collx::kShmNameBytes + 1) std::abort();
+    if (peers[i].pid != headers[i].pid || peers[i].node != headers[i].node) std::abort();
   }
+  // A peer's segment name is only ever used after this check.
+  for (const collx::PeerInfo& p : peers) (void)collx::ShmSegment::valid_name(p.shm_name);
   return 0;
 }

@@ -28,9 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(c.timeout_s > 0) || !(c.timeout_s <= collx::kMaxTimeout) || c.ring_segment == 0 || c.spin < 0) {
     std::abort();
   }
-  for (int ranks : {1, 2, 3, 64}) {
+  for (int ranks : {1, 2, 3, 64})
+  for (bool one_node : {true, false}) {
     collx::Selection sel;
-    const collx::Status s = collx::make_selection(c, ranks, &sel);
+    const collx::Status s = collx::make_selection(c, ranks, one_node, &sel);
     if (s.ok() ? sel.ranges.empty() : s.code() != COLLX_ERR_CONFIG) std::abort();
   }
   return 0;

@@ -1,0 +1,90 @@
+// Shared memory of the ranks of one node, for the shm_* allreduce algorithms.
+//
+// ShmSegment is the POSIX object: created by one rank with O_EXCL and mode 0600 under a
+// random 128-bit name (another user or job cannot guess or collide with it), attached by the
+// others, and unlinked as soon as all have attached, so that a crash leaves nothing in
+// /dev/shm. ShmChannel is the layout inside it: per-rank flags on their own cache lines, and
+// double-buffered data areas. It works on any memory shared by the ranks (the unit tests use
+// the heap, shared by threads).
+//
+// Synchronisation is by monotonically increasing step numbers ("epochs"): a rank publishes
+// epoch e by a release store of e into its flag, and waits for a peer's flag to reach e with
+// acquire loads. Nothing is ever reset, so there is no reset phase and no ABA.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "api/status.h"
+
+namespace collx {
+
+struct alignas(64) ShmFlag {
+  std::atomic<uint64_t> epoch{0};
+};
+
+struct ShmRankFlags {
+  ShmFlag ready;    // its input for the epoch is in its slot
+  ShmFlag reduced;  // its slice of the epoch's result is in the result area
+  ShmFlag done;     // it has finished reading everything of the epoch
+};
+
+class ShmChannel {
+ public:
+  // Bytes of shared memory for p ranks moving `chunk` bytes per rank per epoch.
+  static size_t bytes_for(int p, size_t chunk);
+  // `base`: bytes_for(p, chunk) bytes, zero-filled before first use, 64-byte aligned.
+  ShmChannel(void* base, int rank, int p, size_t chunk);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t chunk() const { return chunk_; }
+  ShmRankFlags& flags(int r) const { return flags_[r]; }
+  // Rank r's input area of an epoch (two areas, used alternately).
+  uint8_t* slot(uint64_t epoch, int r) const {
+    return data_ + ((epoch & 1) * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
+  }
+  // The reduced chunk of an epoch (two areas, used alternately).
+  uint8_t* result(uint64_t epoch) const {
+    return data_ + (2 * static_cast<size_t>(size_) + (epoch & 1)) * chunk_;
+  }
+  // The next epoch of this rank (every rank counts the same epochs).
+  uint64_t next_epoch() { return ++epoch_; }
+
+ private:
+  int rank_;
+  int size_;
+  size_t chunk_;
+  ShmRankFlags* flags_;
+  uint8_t* data_;
+  uint64_t epoch_ = 0;
+};
+
+class ShmSegment {
+ public:
+  // Creates a new segment of `bytes` (zero-filled); its name goes to the other ranks.
+  static Status create(size_t bytes, ShmSegment** out);
+  // Attaches to `name`, which must be a segment of exactly `bytes` made by create().
+  static Status attach(const std::string& name, size_t bytes, ShmSegment** out);
+  ~ShmSegment();
+
+  // Removes the name (the memory stays until every rank has detached). Idempotent.
+  void unlink();
+  void* base() const { return base_; }
+  const std::string& name() const { return name_; }
+
+  static constexpr size_t kNameMax = 48;  // with the terminating zero
+  // Whether `name` has the form create() gives names (checked before a peer's name is used).
+  static bool valid_name(const std::string& name);
+
+ private:
+  ShmSegment() = default;
+  std::string name_;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  bool linked_ = false;
+};
+
+}  // namespace collx

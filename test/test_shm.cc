@@ -1,0 +1,65 @@
+// The shared-memory segment's lifecycle and its checks (the algorithms over it are in
+// test_algorithms.cc, over real processes in the MPI tests and the fault test).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "transport/shm.h"
+
+using namespace collx;
+
+TEST_CASE("shared memory: private, unguessable, attachable, unlinked on request", "[shm]") {
+  ShmSegment* a = nullptr;
+  ShmSegment* b = nullptr;
+  REQUIRE(ShmSegment::create(1 << 16, &a).ok());
+  REQUIRE(ShmSegment::create(1 << 16, &b).ok());
+  std::unique_ptr<ShmSegment> sa(a), sb(b);
+  CHECK(a->name() != b->name());  // 128 random bits each
+  CHECK(ShmSegment::valid_name(a->name()));
+  const std::string path = "/dev/shm" + a->name();
+  struct stat st {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(st.st_uid == geteuid());
+
+  ShmSegment* c = nullptr;
+  REQUIRE(ShmSegment::attach(a->name(), 1 << 16, &c).ok());
+  std::unique_ptr<ShmSegment> sc(c);
+  static_cast<char*>(a->base())[100] = 42;  // one memory, two mappings
+  CHECK(static_cast<char*>(c->base())[100] == 42);
+
+  // A segment of another size, a malformed name or a missing one is refused.
+  ShmSegment* d = nullptr;
+  CHECK(ShmSegment::attach(a->name(), 1 << 17, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/etc/passwd", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/collx-../../x", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/collx-0123456789abcdef0123456789abcdef", 1 << 16, &d).code() ==
+        COLLX_ERR_TRANSPORT);
+  CHECK(d == nullptr);
+
+  a->unlink();
+  CHECK(stat(path.c_str(), &st) != 0);  // gone from /dev/shm ...
+  CHECK(static_cast<char*>(c->base())[100] == 42);  // ... while the mappings live on
+}
+
+TEST_CASE("shared memory layout: flags on their own cache lines, areas apart", "[shm]") {
+  constexpr int p = 3;
+  constexpr size_t chunk = 4096;
+  std::unique_ptr<uint64_t[]> mem(new uint64_t[ShmChannel::bytes_for(p, chunk) / 8 + 8]());
+  void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem.get()) + 63) & ~uintptr_t{63});
+  ShmChannel ch(base, 1, p, chunk);
+  CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).ready) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).reduced) -
+            reinterpret_cast<uintptr_t>(&ch.flags(0).ready) == 64);
+  CHECK(ch.slot(1, 0) != ch.slot(2, 0));  // double buffered
+  CHECK(ch.slot(1, 0) == ch.slot(3, 0));
+  CHECK(ch.slot(1, 1) - ch.slot(1, 0) == static_cast<ptrdiff_t>(chunk));
+  uint8_t* end = static_cast<uint8_t*>(base) + ShmChannel::bytes_for(p, chunk);
+  CHECK(ch.result(2) + chunk <= end);
+  CHECK(ch.result(1) + chunk <= end);
+  CHECK(ch.result(1) >= ch.slot(1, p - 1) + chunk);
+}
