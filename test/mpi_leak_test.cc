@@ -26,6 +26,25 @@ int open_fds() {
   return n;
 }
 
+// Shared-memory segments of libcollx in /dev/shm (unlinked once all ranks attached: none).
+int shm_segments() {
+  int n = 0;
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "collx-", 6) == 0;
+  closedir(d);
+  return n;
+}
+
+// Mappings of the process (a segment that stays mapped after its communicator is gone leaks).
+int mappings() {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  int n = 0;
+  for (int c; f != nullptr && (c = std::fgetc(f)) != EOF;) n += c == '\n';
+  if (f != nullptr) std::fclose(f);
+  return n;
+}
+
 long rss_kib() {
   FILE* f = std::fopen("/proc/self/status", "r");
   char line[256];
@@ -63,15 +82,18 @@ int main(int argc, char** argv) {
     return true;
   };
   expect(churn(20), "create/destroy warm-up");
-  const int fds0 = open_fds();
+  const int fds0 = open_fds(), maps0 = mappings();
   const long rss0 = rss_kib();
   expect(churn(comms), "create/destroy");
-  const int fds1 = open_fds();
+  const int fds1 = open_fds(), maps1 = mappings();
   const long rss1 = rss_kib();
   expect(fds1 == fds0, "file descriptors flat across communicator churn");
+  expect(maps1 - maps0 < 8, "memory mappings flat across communicator churn");
+  expect(shm_segments() == 0, "no shared-memory segment left in /dev/shm");
   expect(rss1 - rss0 < 16 * 1024, "resident memory flat across communicator churn (< 16 MiB)");
   if (rank == 0) {
-    std::printf("%d communicators: fds %d -> %d, RSS %ld -> %ld KiB\n", comms, fds0, fds1, rss0, rss1);
+    std::printf("%d communicators: fds %d -> %d, mappings %d -> %d, RSS %ld -> %ld KiB\n", comms,
+                fds0, fds1, maps0, maps1, rss0, rss1);
   }
 
   // Random sizes (up to 1 MiB) over each algorithm, same sequence on every rank.
