@@ -3,6 +3,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -32,7 +35,9 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 }  // namespace
 
 Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection)
-    : transport_(std::move(transport)), config_(config), selection_(std::move(selection)) {}
+    : transport_(std::move(transport)), config_(config), selection_(std::move(selection)) {
+  if (config.profile) profile_ = std::make_unique<Profile>();
+}
 
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                     void* shared) {
@@ -123,13 +128,63 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   return Status();
 }
 
-Status Comm::allreduce_min(int64_t* v) {
-  Reducer min;
-  COLLX_TRY(make_reducer(COLLX_INT64, COLLX_MIN, &min));
+Status Comm::small_allreduce(int64_t* v, size_t n, collx_op_t op) {
+  if (!failed_.ok()) return failed_;
+  Reducer red;
+  COLLX_TRY(make_reducer(COLLX_INT64, op, &red));
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
-  return transport_->end_op(allreduce_recursive_doubling(
-      AllreduceArgs{*transport_, min, reinterpret_cast<uint8_t*>(v), reinterpret_cast<uint8_t*>(v),
-                    1, scratch_, config_.ring_segment}));
+  Status st = transport_->end_op(allreduce_recursive_doubling(
+      AllreduceArgs{*transport_, red, reinterpret_cast<uint8_t*>(v), reinterpret_cast<uint8_t*>(v),
+                    n, scratch_, config_.ring_segment}));
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+Status Comm::execute_profiled(const AllreduceOp& op, uint32_t seq) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = execute(op, seq);
+  if (st.ok()) {
+    const size_t bytes = op.count * op.red.elem_size;
+    profile_->record(bytes, selection_.pick(bytes), std::chrono::steady_clock::now() - t0);
+  }
+  return st;
+}
+
+Status Comm::report_profile() {
+  constexpr int kB = Profile::kBuckets;
+  ProfileBucket* b = profile_->buckets();
+  int64_t sums[3 * kB], mins[kB], maxs[kB], algos[kB];
+  for (int i = 0; i < kB; ++i) {
+    sums[i] = b[i].calls, sums[kB + i] = b[i].total_ns, sums[2 * kB + i] = b[i].bytes;
+    mins[i] = b[i].min_ns, maxs[i] = b[i].max_ns, algos[i] = b[i].algos;
+  }
+  if (size() > 1) {
+    COLLX_TRY(small_allreduce(sums, 3 * kB, COLLX_SUM));
+    COLLX_TRY(small_allreduce(mins, kB, COLLX_MIN));
+    COLLX_TRY(small_allreduce(maxs, kB, COLLX_MAX));
+    COLLX_TRY(small_allreduce(algos, kB, COLLX_BOR));
+  }
+  if (rank() != 0) return Status();
+  Profile all;
+  for (int i = 0; i < kB; ++i) {
+    all.buckets()[i] = ProfileBucket{sums[i], sums[kB + i], mins[i], maxs[i], sums[2 * kB + i],
+                                     algos[i]};
+  }
+  std::fputs(all.table(size()).c_str(), stderr);
+  if (!config_.profile_file.empty()) {
+    FILE* f = std::fopen(config_.profile_file.c_str(), "w");
+    if (f == nullptr) {
+      return error(COLLX_ERR_CONFIG, "COLLX_PROFILE_FILE=%s: cannot write: %s",
+                   config_.profile_file.c_str(), strerror(errno));
+    }
+    const std::string j = all.json(size());
+    const bool ok = std::fwrite(j.data(), 1, j.size(), f) == j.size();
+    if (std::fclose(f) != 0 || !ok) {
+      return error(COLLX_ERR_CONFIG, "COLLX_PROFILE_FILE=%s: write failed",
+                   config_.profile_file.c_str());
+    }
+  }
+  return Status();
 }
 
 Status Comm::setup_shm(const std::string& name, bool created_here) {
@@ -144,7 +199,7 @@ Status Comm::setup_shm(const std::string& name, bool created_here) {
     attached = error(COLLX_ERR_TRANSPORT, "creating the shared-memory segment failed");
   }
   int64_t ok = attached.ok() ? 1 : 0;
-  COLLX_TRY(allreduce_min(&ok));
+  COLLX_TRY(small_allreduce(&ok, 1, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
   if (ok == 1) {
@@ -279,7 +334,10 @@ Status Comm::run_barrier() {
 
 Status Comm::shutdown() {
   drain();
-  return run_barrier();
+  Status st;
+  if (profile_ && failed_.ok()) st = report_profile();
+  Status barrier = run_barrier();
+  return st.ok() ? barrier : st;
 }
 
 void Comm::drain() {
@@ -290,6 +348,7 @@ void Comm::drain() {
 
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
+  if (profile_) [[unlikely]] return execute_profiled(op, next_seq_++);
   return execute(op, next_seq_++);
 }
 
@@ -319,7 +378,7 @@ void Comm::worker_main() {
       req = queue_.front();
       queue_.pop_front();
     }
-    req->result = execute(req->op, req->seq);
+    req->result = profile_ ? execute_profiled(req->op, req->seq) : execute(req->op, req->seq);
     req->done.store(true, std::memory_order_release);
     pending_.fetch_sub(1, std::memory_order_release);
   }

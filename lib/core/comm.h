@@ -14,6 +14,7 @@
 #include "algo/algo.h"
 #include "api/status.h"
 #include "core/config.h"
+#include "core/profile.h"
 #include "select/select.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -71,8 +72,11 @@ class Comm {
   Status run_barrier();
   void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
-  // Minimum of `v` over the ranks (a small collective on its own sequence number).
-  Status allreduce_min(int64_t* v);
+  // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
+  Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
+  Status execute_profiled(const AllreduceOp& op, uint32_t seq);
+  // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
+  Status report_profile();
   // Attaches the node's shared memory (rank 0 created it) and agrees that all ranks did.
   Status setup_shm(const std::string& name, bool created_here);
   void worker_main();
@@ -84,6 +88,7 @@ class Comm {
   Scratch scratch_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
+  std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1
   uint32_t next_seq_ = 0;
   Status failed_;  // first error; afterwards every call fails fast
   std::atomic<bool> busy_{false};

@@ -45,6 +45,13 @@ const ConfigRow kRows[] = {
     {"COLLX_SHM_CHUNK", "bytes", "128K",
      "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
      "segment holds 2(p+1) such chunks; messages of any size stream through it."},
+    {"COLLX_PROFILE", "bool", "0",
+     "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
+     "bytes, algorithms, bus bandwidth); at its destruction rank 0 prints the table combined "
+     "over ranks to stderr. Set it on all ranks or none."},
+    {"COLLX_PROFILE_FILE", "name", "",
+     "With COLLX_PROFILE=1: rank 0 also writes the profile as JSON to this path (one file "
+     "per communicator destroyed: the last one wins)."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce calls "
      "libcollx served and how many it passed through, per reason."},
@@ -129,9 +136,15 @@ Status load_config(Config* out, char** env) {
       }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
-    } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK") {
+    } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK" ||
+               name == "COLLX_PROFILE") {
       if (v != "0" && v != "1") return bad(row.name, v, "0 or 1");
-      (name == "COLLX_MPI" ? c.mpi : name == "COLLX_CHECK" ? c.check : c.mpi_verbose) = v == "1";
+      (name == "COLLX_MPI"       ? c.mpi
+       : name == "COLLX_CHECK"   ? c.check
+       : name == "COLLX_PROFILE" ? c.profile
+                                 : c.mpi_verbose) = v == "1";
+    } else if (name == "COLLX_PROFILE_FILE") {
+      c.profile_file = v;
     } else if (name == "COLLX_SPIN") {
       size_t n = 0;
       if (!parse_bytes(v, &n) || n > 1000000000) {

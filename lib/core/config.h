@@ -33,6 +33,8 @@ struct Config {
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
   size_t shm_chunk = 128 << 10;
+  bool profile = false;      // COLLX_PROFILE
+  std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on
   bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
 };

@@ -1,0 +1,79 @@
+#include "core/profile.h"
+
+#include "api/status.h"
+
+namespace collx {
+
+namespace {
+
+std::string algo_list(int64_t mask, const char* sep) {
+  std::string s;
+  for (int i = 0; i < static_cast<int>(Algo::kCount); ++i) {
+    if ((mask >> i & 1) == 0) continue;
+    if (!s.empty()) s += sep;
+    s += algo_name(static_cast<Algo>(i));
+  }
+  return s;
+}
+
+// Bus bandwidth as nccl-tests defines it: algbw * 2(p-1)/p, over the mean time per call.
+double busbw_gbs(const ProfileBucket& b, int ranks) {
+  if (b.total_ns == 0 || b.calls == 0) return 0;
+  const double mean_s = static_cast<double>(b.total_ns) / ranks / static_cast<double>(b.calls) * 1e-9;
+  const double bytes = static_cast<double>(b.bytes) / ranks / static_cast<double>(b.calls);
+  return bytes / mean_s * 2.0 * (ranks - 1) / ranks / 1e9;
+}
+
+std::string range(int b) {
+  if (b == 0) return "0";
+  auto size = [](uint64_t v) {
+    if (v >= (1ull << 30)) return std::to_string(v >> 30) + "G";
+    if (v >= (1ull << 20)) return std::to_string(v >> 20) + "M";
+    if (v >= (1ull << 10)) return std::to_string(v >> 10) + "K";
+    return std::to_string(v);
+  };
+  return size(1ull << (b - 1)) + "-" + size(1ull << b);
+}
+
+}  // namespace
+
+std::string Profile::table(int ranks) const {
+  std::string s = format("# libcollx allreduce profile, %d ranks (times per rank and call)\n", ranks);
+  s += format("# %-11s %10s %12s %10s %10s %10s %14s %9s  %s\n", "bytes", "calls", "total(ms)",
+              "min(us)", "mean(us)", "max(us)", "bytes(total)", "busbw", "algorithms");
+  for (int b = 0; b < kBuckets; ++b) {
+    const ProfileBucket& k = buckets_[b];
+    if (k.calls == 0) continue;
+    const double per_rank_calls = static_cast<double>(k.calls) / ranks;
+    s += format("  %-11s %10.0f %12.3f %10.2f %10.2f %10.2f %14lld %9.2f  %s\n", range(b).c_str(),
+                per_rank_calls, static_cast<double>(k.total_ns) / ranks * 1e-6, k.min_ns * 1e-3,
+                static_cast<double>(k.total_ns) / static_cast<double>(k.calls) * 1e-3,
+                k.max_ns * 1e-3, static_cast<long long>(k.bytes / ranks), busbw_gbs(k, ranks),
+                algo_list(k.algos, ",").c_str());
+  }
+  return s;
+}
+
+std::string Profile::json(int ranks) const {
+  std::string s = format("{\"ranks\": %d, \"buckets\": [", ranks);
+  bool first = true;
+  for (int b = 0; b < kBuckets; ++b) {
+    const ProfileBucket& k = buckets_[b];
+    if (k.calls == 0) continue;
+    s += format(
+        "%s\n  {\"bytes_lo\": %llu, \"bytes_hi\": %llu, \"calls\": %lld, \"total_ns\": %lld, "
+        "\"min_ns\": %lld, \"mean_ns\": %.1f, \"max_ns\": %lld, \"bytes\": %lld, "
+        "\"busbw_gbs\": %.4f, \"algorithms\": [\"%s\"]}",
+        first ? "" : ",", b == 0 ? 0ull : 1ull << (b - 1), b == 0 ? 1ull : 1ull << b,
+        static_cast<long long>(k.calls / ranks), static_cast<long long>(k.total_ns / ranks),
+        static_cast<long long>(k.min_ns),
+        static_cast<double>(k.total_ns) / static_cast<double>(k.calls),
+        static_cast<long long>(k.max_ns), static_cast<long long>(k.bytes / ranks),
+        busbw_gbs(k, ranks), algo_list(k.algos, "\", \"").c_str());
+    first = false;
+  }
+  s += "\n]}\n";
+  return s;
+}
+
+}  // namespace collx

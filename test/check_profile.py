@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""COLLX_PROFILE: run profile_test on N ranks with the profile on; the JSON written by rank 0
+must parse, and its call counts per bucket must equal the calls profile_test made (bucket b:
+b + 1 calls), with sane times, byte totals and algorithm names."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+mpiexec, ranks, program = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "profile.json")
+    env = dict(os.environ, COLLX_PROFILE="1", COLLX_PROFILE_FILE=path)
+    run = subprocess.run([mpiexec, "-n", str(ranks), program], env=env, capture_output=True,
+                         text=True, timeout=300)
+    print(run.stderr[-3000:])
+    if run.returncode != 0:
+        sys.exit(f"profile_test failed with {run.returncode}")
+    profile = json.load(open(path))
+
+failed = 0
+def check(ok, what):
+    global failed
+    if not ok:
+        failed += 1
+        print("FAIL:", what)
+
+check(profile["ranks"] == ranks, "ranks")
+buckets = {b["bytes_lo"]: b for b in profile["buckets"]}
+for b in range(21):
+    lo = 0 if b == 0 else 1 << (b - 1)
+    got = buckets.get(lo)
+    check(got is not None, f"bucket {lo} missing")
+    if got is None:
+        continue
+    check(got["calls"] == b + 1, f"bucket {lo}: {got['calls']} calls, expected {b + 1}")
+    check(got["bytes"] == (b + 1) * ((1 << b) - 1), f"bucket {lo}: bytes {got['bytes']}")
+    check(0 <= got["min_ns"] <= got["mean_ns"] <= got["max_ns"], f"bucket {lo}: times")
+    check(len(got["algorithms"]) >= 1 and all(a for a in got["algorithms"]), f"bucket {lo}: algorithms")
+check(len(buckets) == 21, f"{len(buckets)} buckets, expected 21")
+check("libcollx allreduce profile" in run.stderr, "rank 0 printed no table")
+print(f"{21 * 5 + 2 - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
