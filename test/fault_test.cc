@@ -109,6 +109,7 @@ struct Scenario {
   bool mid;      // mid-collective (else: before collective #K)
   int ranks;
   int victim;
+  bool two_nodes = false;  // COLLX_NODE alternates: peers on the "other node" go over UCX
 };
 
 [[noreturn]] void fail(const char* what) {
@@ -126,6 +127,7 @@ void stop_self(Shared* sh, int sig) {
 int run_rank(const Scenario& sc, Shared* sh, int rank) {
   Outcome& out = sh->out[rank];
   out.failed_call = -1;
+  if (sc.two_nodes) setenv("COLLX_NODE", rank % 2 ? "node-b" : "node-a", 1);
   if (collx_init() != COLLX_SUCCESS) fail("collx_init");
   Group world{&sh->world, rank, sc.ranks};
   collx_comm_params_t wp{rank, sc.ranks, board_allgather, &world};
@@ -217,6 +219,7 @@ bool run_scenario(const Scenario& sc) {
   if (sh == MAP_FAILED) return false;
   new (sh) Shared();
   std::vector<pid_t> pids(sc.ranks);
+  std::fflush(stdout);  // or the children print the parent's buffered lines again
   for (int r = 0; r < sc.ranks; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) std::_Exit(run_rank(sc, sh, r));
@@ -283,7 +286,8 @@ bool run_scenario(const Scenario& sc) {
     std::printf("  FAIL: no survivor's error names the victim (rank %d)\n", sc.victim);
     ok = false;
   }
-  std::printf("| %-18s | %-7s | %-6s | %d | %d |", sc.algo.c_str(),
+  std::printf("| %-18s | %-7s | %-6s | %d | %d |",
+              (sc.algo + (sc.two_nodes ? " (2 nodes)" : "")).c_str(),
               sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
               sc.victim);
   for (int r = 0; r < sc.ranks; ++r) {
@@ -325,6 +329,10 @@ int main(int argc, char** argv) {
       matrix.push_back({algo, SIGSTOP, false, 3, 2});
       matrix.push_back({algo, SIGSTOP, true, 3, 0});
     }
+    // Ranks on two pretend nodes: between them UCX's own peer-failure detection reports.
+    matrix.push_back({"ring", SIGKILL, true, 4, 1, true});
+    matrix.push_back({"rabenseifner", SIGKILL, false, 3, 2, true});
+    matrix.push_back({"recursive_doubling", SIGSTOP, false, 3, 1, true});
   }
   std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "

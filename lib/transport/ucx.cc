@@ -273,6 +273,12 @@ int UcxTransport::dead_peer(int prefer, std::string* why) const {
     failures_seen_ = failures;  // a failure elsewhere, outside this communicator
     return -1;
   }
+  // Waiting for a live peer while another is dead: what the caller waits for may already be
+  // on its way (the dead rank may have finished this collective before it died), so that
+  // wait gets a short grace before it is failed too, naming the dead rank.
+  const auto now = std::chrono::steady_clock::now();
+  if (first_dead_seen_ == std::chrono::steady_clock::time_point{}) first_dead_seen_ = now;
+  if (dead != prefer && now - first_dead_seen_ < std::chrono::milliseconds(250)) return -1;
   const PeerWatch& w = *watches_[dead];
   *why = w.pidfd >= 0
              ? std::string("its process exited")

@@ -7,6 +7,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -155,6 +156,7 @@ class UcxTransport final : public Transport {
   mutable uint32_t polls_ = 0;
   std::deque<CmaOp> cma_ops_;        // this operation's one-copy transfers (stable addresses)
   mutable uint64_t failures_seen_ = 0;
+  mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;
 };
 
