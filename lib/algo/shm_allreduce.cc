@@ -45,50 +45,49 @@ void reduce_in_rank_order(const AllreduceArgs& a, uint8_t* out, uint64_t epoch, 
   for (int q = 2; q < ch.size(); ++q) a.red(out, out, ch.slot(epoch, q) + offset, n);
 }
 
-// The start of an epoch: its areas are free once every rank is done with epoch - 2.
-Status begin_epoch(const AllreduceArgs& a, uint64_t epoch, const uint8_t* in, size_t bytes) {
+// Streams the message through the segment: for each chunk of at most ch.chunk() bytes, one
+// epoch: wait until its areas are free (every rank done with epoch - 2), copy the chunk in,
+// wait for every rank's input, run `reduce(offset, n, epoch)`, and say this rank is done.
+template <typename F>
+Status for_each_chunk(const AllreduceArgs& a, F&& reduce) {
   ShmChannel& ch = *a.shm;
-  if (epoch > 2) COLLX_TRY(wait_all(a, &ShmRankFlags::done, epoch - 2, "release its buffers"));
-  std::memcpy(ch.slot(epoch, ch.rank()), in, bytes);
-  publish(ch, &ShmRankFlags::ready, epoch);
-  return wait_all(a, &ShmRankFlags::ready, epoch, "copy its input in");
+  const size_t elem = a.red.elem_size;
+  const size_t per = ch.chunk() / elem;
+  for (size_t off = 0; off < a.count; off += per) {
+    const size_t n = std::min(per, a.count - off);
+    const uint64_t e = ch.next_epoch();
+    if (e > 2) COLLX_TRY(wait_all(a, &ShmRankFlags::done, e - 2, "release its buffers"));
+    std::memcpy(ch.slot(e, ch.rank()), a.send + off * elem, n * elem);
+    publish(ch, &ShmRankFlags::ready, e);
+    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
+    COLLX_TRY(reduce(off, n, e));
+    publish(ch, &ShmRankFlags::done, e);
+  }
+  return Status();
 }
 
 }  // namespace
 
 Status allreduce_shm_one_shot(const AllreduceArgs& a) {
-  ShmChannel& ch = *a.shm;
-  const size_t elem = a.red.elem_size;
-  const size_t per = ch.chunk() / elem;
-  for (size_t off = 0; off < a.count; off += per) {
-    const size_t n = std::min(per, a.count - off);
-    const uint64_t e = ch.next_epoch();
-    COLLX_TRY(begin_epoch(a, e, a.send + off * elem, n * elem));
-    reduce_in_rank_order(a, a.recv + off * elem, e, 0, n);
-    publish(ch, &ShmRankFlags::done, e);
-  }
-  return Status();
+  return for_each_chunk(a, [&](size_t off, size_t n, uint64_t e) {
+    reduce_in_rank_order(a, a.recv + off * a.red.elem_size, e, 0, n);
+    return Status();
+  });
 }
 
 Status allreduce_shm_two_shot(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
-  const size_t per = ch.chunk() / elem;
-  for (size_t off = 0; off < a.count; off += per) {
-    const size_t n = std::min(per, a.count - off);
-    const uint64_t e = ch.next_epoch();
-    COLLX_TRY(begin_epoch(a, e, a.send + off * elem, n * elem));
+  return for_each_chunk(a, [&](size_t off, size_t n, uint64_t e) {
     const Range mine = block(n, static_cast<size_t>(ch.size()), static_cast<size_t>(ch.rank()));
     if (mine.len > 0) {
-      reduce_in_rank_order(a, ch.result(e) + mine.begin * elem, e, mine.begin * elem,
-                           mine.len);
+      reduce_in_rank_order(a, ch.result(e) + mine.begin * elem, e, mine.begin * elem, mine.len);
     }
     publish(ch, &ShmRankFlags::reduced, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
     std::memcpy(a.recv + off * elem, ch.result(e), n * elem);
-    publish(ch, &ShmRankFlags::done, e);
-  }
-  return Status();
+    return Status();
+  });
 }
 
 }  // namespace collx

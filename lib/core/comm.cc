@@ -118,7 +118,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Status st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
   if (st.ok() && use_shm) {
-    st = c->setup_shm(shm_status.ok() ? peers[0].shm_name : std::string(), p.rank == 0);
+    st = c->setup_shm(peers[0].shm_name, shm_status);
   }
   if (!st.ok()) {
     delete c;
@@ -187,16 +187,14 @@ Status Comm::report_profile() {
   return Status();
 }
 
-Status Comm::setup_shm(const std::string& name, bool created_here) {
+Status Comm::setup_shm(const std::string& name, const Status& created) {
   const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
-  Status attached;
-  if (!created_here) {
+  Status attached = created;  // rank 0 made the segment (or failed to); the others attach
+  if (rank() != 0) {
     ShmSegment* seg = nullptr;
     attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank 0 could not create the segment")
                             : ShmSegment::attach(name, bytes, &seg);
     segment_.reset(seg);
-  } else if (!segment_) {
-    attached = error(COLLX_ERR_TRANSPORT, "creating the shared-memory segment failed");
   }
   int64_t ok = attached.ok() ? 1 : 0;
   COLLX_TRY(small_allreduce(&ok, 1, COLLX_MIN));

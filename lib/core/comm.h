@@ -77,8 +77,9 @@ class Comm {
   Status execute_profiled(const AllreduceOp& op, uint32_t seq);
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
-  // Attaches the node's shared memory (rank 0 created it) and agrees that all ranks did.
-  Status setup_shm(const std::string& name, bool created_here);
+  // Attaches the node's shared memory (`name`; `created`: rank 0's creation status) and
+  // agrees that all ranks did; without it, falls back to the point-to-point table.
+  Status setup_shm(const std::string& name, const Status& created);
   void worker_main();
 
   std::unique_ptr<Transport> transport_;

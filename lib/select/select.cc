@@ -17,6 +17,13 @@ std::string size_string(size_t b) {
   return std::to_string(b);
 }
 
+// "recursive_doubling, rabenseifner, ...": for the errors that list the valid names.
+std::string all_names() {
+  std::string s;
+  for (const char* n : kNames) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
 Status bad_token(std::string_view token, const char* why) {
   return error(COLLX_ERR_CONFIG, "COLLX_TUNE: bad token '%.*s': %s", static_cast<int>(token.size()),
                token.data(), why);
@@ -71,7 +78,7 @@ Status parse_tune(std::string_view s, Selection* out) {
     }
     if (r.hi <= r.lo) return bad_token(token, "empty range (upper bound not above lower bound)");
     if (!algo_from_name(token.substr(colon + 1), &r.algo)) {
-      return bad_token(token, "unknown algorithm (recursive_doubling, rabenseifner, ring, shm_one_shot, shm_two_shot)");
+      return bad_token(token, ("unknown algorithm (" + all_names() + ")").c_str());
     }
     sel.ranges.push_back(r);
   }
@@ -112,8 +119,11 @@ Selection default_selection(int comm_size, bool one_node) {
   // enough cores: latency-bound below 8K, Rabenseifner while its 2 lg p messages cost less
   // than the ring's 2(p-1), ring for the largest messages.
   // Two ranks (docs/PERFORMANCE.md, medians of 3 runs): recursive doubling is one exchange
-  // and wins below 1M except at 16K, where its single message crosses UCX's rendezvous
-  // threshold and Rabenseifner's two halves do not; from 4M the pipelined ring wins.
+  // and wins below 1M except at 16K, where its single message crosses a protocol threshold
+  // (then UCX's rendezvous, now COLLX_CMA_MIN's one-copy handshake) and Rabenseifner's two
+  // halves do not; from 4M the pipelined ring wins. Measured before the one-copy path
+  // replaced UCX's rendezvous; one forced run after it (PERFORMANCE.md) picked the same
+  // winners within noise.
   Selection sel;
   if (comm_size <= 2) {
     sel.ranges = {{0, 16 << 10, one_node ? Algo::kShmOneShot : Algo::kRecursiveDoubling},
@@ -136,9 +146,8 @@ Status make_selection(const Config& config, int comm_size, bool one_node, Select
     Algo a;
     if (!algo_from_name(config.algo, &a)) {
       return error(COLLX_ERR_CONFIG,
-                   "COLLX_ALLREDUCE_ALGO=%s is not an algorithm (auto, recursive_doubling, "
-                   "rabenseifner, ring, shm_one_shot, shm_two_shot)",
-                   config.algo.c_str());
+                   "COLLX_ALLREDUCE_ALGO=%s is not an algorithm (auto, %s)",
+                   config.algo.c_str(), all_names().c_str());
     }
     sel.ranges = {{0, kInf, a}};
   }

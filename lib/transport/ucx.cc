@@ -342,7 +342,9 @@ ucs_status_t UcxTransport::check(void*& req, size_t* received) {
 }
 
 Status UcxTransport::post_one_copy(Request& r, uint32_t seq) {
-  CmaOp& op = cma_ops_.emplace_back();
+  if (cma_used_ == cma_ops_.size()) cma_ops_.emplace_back();
+  CmaOp& op = cma_ops_[cma_used_++];
+  op = CmaOp{};
   op.seq = seq;
   r.one_copy = true;
   r.impl = &op;
@@ -355,7 +357,6 @@ Status UcxTransport::post_one_copy(Request& r, uint32_t seq) {
     op.rts[2] = r.bytes;
     op.ctrl = send_ctrl(r.peer, op.rts, sizeof op.rts, tag(rank(), seq, r.step));
     op.ack_req = recv_ctrl(&op.ack, sizeof op.ack, tag(r.peer, seq, r.step, true));
-    op.ack_posted = true;
   }
   for (void* req : {op.ctrl, op.ack_req}) {
     if (UCS_PTR_IS_ERR(req)) return request_error(r, UCS_PTR_STATUS(req), "posting");
@@ -409,8 +410,7 @@ Status UcxTransport::test_one_copy(Request& r) {
       op.ack = kAckMagic;
       LockGuard g(worker_);
       op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(rank(), op.seq, r.step, true));
-      op.ack_posted = true;
-    }
+      }
   }
   {
     LockGuard g(worker_);

@@ -116,7 +116,7 @@ class UcxTransport final : public Transport {
   void cancel(const std::vector<Request*>& pending) override;
   Status peer_failure(const Request& r) const override;
   int dead_peer(int prefer, std::string* why) const override;
-  void reset_op() override { cma_ops_.clear(); }
+  void reset_op() override { cma_used_ = 0; }
 
  private:
   // State of one one-copy transfer. The sender sends `rts` and receives `ack`; the receiver
@@ -128,7 +128,6 @@ class UcxTransport final : public Transport {
     void* ctrl = nullptr;  // sender: the rts send; receiver: the rts receive
     void* ack_req = nullptr;
     bool ctrl_done = false;
-    bool ack_posted = false;
   };
 
   UcxTransport(UcxWorker& w, int rank, int size, uint16_t comm_id)
@@ -154,7 +153,10 @@ class UcxTransport final : public Transport {
   std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
   std::vector<PeerWatch*> polled_;   // their watches
   mutable uint32_t polls_ = 0;
-  std::deque<CmaOp> cma_ops_;        // this operation's one-copy transfers (stable addresses)
+  // One-copy transfers: the first cma_used_ belong to the running operation. Kept between
+  // operations (a deque keeps their addresses stable), so a warm call allocates nothing.
+  std::deque<CmaOp> cma_ops_;
+  size_t cma_used_ = 0;
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;
