@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
     }
   } else {
     for (const char* algo :
-         {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot", "shm_two_shot"}) {
+         {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot", "shm_two_shot", "shm_cma"}) {
       matrix.push_back({algo, SIGKILL, false, 3, 1});
       matrix.push_back({algo, SIGKILL, true, 4, 0});
       matrix.push_back({algo, SIGSTOP, false, 3, 2});

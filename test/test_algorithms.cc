@@ -17,7 +17,7 @@ using namespace collx::test;
 namespace {
 
 const char* const kAlgos[] = {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot",
-                              "shm_two_shot"};
+                              "shm_two_shot", "shm_cma"};
 constexpr long kNumAlgos = sizeof kAlgos / sizeof kAlgos[0];
 
 std::vector<size_t> counts_for(int p) {
@@ -104,7 +104,8 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 TEST_CASE("shared memory with the smallest chunk: messages far larger than the segment") {
   for (int p : {2, 3, 8}) {
     std::vector<Config> configs = {config_for("shm_one_shot", 4096),
-                                   config_for("shm_two_shot", 4096)};
+                                   config_for("shm_two_shot", 4096),
+                                   config_for("shm_cma", 4096)};
     run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
       for (size_t count : {1ul, 1023ul, 1024ul, 1025ul, 100003ul}) {
         std::vector<double> in(count), out(count), exp(count);
@@ -167,7 +168,7 @@ TEST_CASE("results are reproducible from run to run") {
 }
 
 TEST_CASE("a rank that never arrives gives a timeout naming the peer and step") {
-  for (const char* algo : {"ring", "shm_one_shot", "shm_two_shot"}) {
+  for (const char* algo : {"ring", "shm_one_shot", "shm_two_shot", "shm_cma"}) {
   INFO(algo);
   Config c = config_for(algo);
   c.timeout_s = 0.3;

@@ -117,8 +117,8 @@ TEST_CASE("tune strings: bad ones are errors naming the bad token") {
 
 TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   for (int p : {1, 2, 3, 4, 9, 1000})
-  for (bool one_node : {true, false}) {
-    const Selection s = default_selection(p, one_node);
+  for (Locality where : {Locality{true, true}, Locality{true, false}, Locality{}}) {
+    const Selection s = default_selection(p, where);
     REQUIRE_FALSE(s.ranges.empty());
     CHECK(s.ranges.front().lo == 0);
     CHECK(s.ranges.back().hi == kInf);
@@ -129,33 +129,48 @@ TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   Config c;
   c.algo = "rabenseifner";
   Selection s;
-  REQUIRE(make_selection(c, 4, false, &s).ok());
+  REQUIRE(make_selection(c, 4, Locality{}, &s).ok());
   CHECK(s.pick(1) == Algo::kRabenseifner);
   CHECK(s.pick(1 << 30) == Algo::kRabenseifner);
   c.algo = "auto";
   c.tune = "0-1M:ring,1M-inf:recursive_doubling";
-  REQUIRE(make_selection(c, 4, false, &s).ok());
+  REQUIRE(make_selection(c, 4, Locality{}, &s).ok());
   CHECK(s.pick(10) == Algo::kRing);
   CHECK(s.pick(1 << 20) == Algo::kRecursiveDoubling);
   c.tune = "";
   c.algo = "fastest";
-  const Status st = make_selection(c, 4, false, &s);
+  const Status st = make_selection(c, 4, Locality{}, &s);
   CHECK(st.code() == COLLX_ERR_CONFIG);
   CHECK(st.message().find("fastest") != std::string::npos);
   // Shared-memory algorithms: the default within a node, an error across nodes.
   c.algo = "auto";
-  REQUIRE(make_selection(c, 4, true, &s).ok());
+  REQUIRE(make_selection(c, 4, Locality{true, true}, &s).ok());
   CHECK(s.pick(8) == Algo::kShmOneShot);
   CHECK(s.pick(64 << 10) == Algo::kShmTwoShot);
-  REQUIRE(make_selection(c, 2, true, &s).ok());
+  REQUIRE(make_selection(c, 2, Locality{true, true}, &s).ok());
   CHECK(s.pick(8) == Algo::kShmOneShot);
-  REQUIRE(make_selection(c, 2, false, &s).ok());
+  REQUIRE(make_selection(c, 2, Locality{}, &s).ok());
   CHECK(s.pick(8) == Algo::kRecursiveDoubling);
   c.algo = "shm_two_shot";
-  REQUIRE(make_selection(c, 4, true, &s).ok());
+  REQUIRE(make_selection(c, 4, Locality{true, true}, &s).ok());
   CHECK(s.pick(8) == Algo::kShmTwoShot);
-  const Status across = make_selection(c, 4, false, &s);
+  const Status across = make_selection(c, 4, Locality{}, &s);
   CHECK(across.code() == COLLX_ERR_CONFIG);
   CHECK(across.message().find("one node") != std::string::npos);
-  CHECK(make_selection(c, 1, false, &s).ok());  // one rank: nothing to share
+  CHECK(make_selection(c, 1, Locality{}, &s).ok());  // one rank: nothing to share
+  // shm_cma also needs cross-memory attach between the ranks.
+  c.algo = "shm_cma";
+  REQUIRE(make_selection(c, 3, Locality{true, true}, &s).ok());
+  CHECK(s.pick(1 << 20) == Algo::kShmCma);
+  const Status no_cma = make_selection(c, 3, Locality{true, false}, &s);
+  CHECK(no_cma.code() == COLLX_ERR_CONFIG);
+  CHECK(no_cma.message().find("process_vm_readv") != std::string::npos);
+  CHECK(make_selection(c, 3, Locality{}, &s).code() == COLLX_ERR_CONFIG);
+  CHECK(make_selection(c, 1, Locality{}, &s).ok());
+  // Without it the defaults never pick shm_cma.
+  c.algo = "auto";
+  for (int p : {2, 3, 8}) {
+    REQUIRE(make_selection(c, p, Locality{true, false}, &s).ok());
+    for (const SelectRange& r : s.ranges) CHECK(r.algo != Algo::kShmCma);
+  }
 }

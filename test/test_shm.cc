@@ -51,7 +51,7 @@ TEST_CASE("shared memory layout: flags on their own cache lines, areas apart", "
   constexpr size_t chunk = 4096;
   std::unique_ptr<uint64_t[]> mem(new uint64_t[ShmChannel::bytes_for(p, chunk) / 8 + 8]());
   void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem.get()) + 63) & ~uintptr_t{63});
-  ShmChannel ch(base, 1, p, chunk);
+  ShmChannel ch(base, 1, p, chunk, {});
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).ready) % 64 == 0);
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).reduced) -
             reinterpret_cast<uintptr_t>(&ch.flags(0).ready) == 64);

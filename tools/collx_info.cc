@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   collx::Status st = collx::load_config(&config);
   for (bool one_node : {true, false}) {
     collx::Selection sel;
-    if (st.ok()) st = collx::make_selection(config, ranks, one_node, &sel);
+    // Within a node, as when the ranks can read each other's memory (the usual case).
+    if (st.ok()) st = collx::make_selection(config, ranks, {one_node, one_node}, &sel);
     if (!st.ok()) {
       std::printf("selection:   error: %s\n", st.message().c_str());
       return 1;

@@ -1,5 +1,7 @@
 #include "algo/algo.h"
 
+#include "transport/shm.h"
+
 namespace collx {
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a) {
@@ -9,9 +11,11 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
     case Algo::kRing: return allreduce_ring(a);
     case Algo::kShmOneShot:
     case Algo::kShmTwoShot:
-      if (a.shm == nullptr) {
+    case Algo::kShmCma:
+      if (a.shm == nullptr || (algo == Algo::kShmCma && !a.shm->peer_access())) {
         return error(COLLX_ERR_INTERNAL, "%s without shared memory", algo_name(algo));
       }
+      if (algo == Algo::kShmCma) return allreduce_shm_cma(a);
       return algo == Algo::kShmOneShot ? allreduce_shm_one_shot(a) : allreduce_shm_two_shot(a);
     case Algo::kCount: break;
   }

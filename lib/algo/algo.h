@@ -61,6 +61,7 @@ Status allreduce_rabenseifner(const AllreduceArgs& a);
 Status allreduce_ring(const AllreduceArgs& a);
 Status allreduce_shm_one_shot(const AllreduceArgs& a);  // needs a.shm
 Status allreduce_shm_two_shot(const AllreduceArgs& a);  // needs a.shm
+Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer access
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 

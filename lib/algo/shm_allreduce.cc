@@ -4,13 +4,25 @@
 // shm_one_shot  every rank copies its chunk into its slot; once all slots are full, every rank
 //               reduces all of them, in rank order, into its own output. One copy in, p-1
 //               reductions per element per rank; one synchronisation. For small messages.
-// shm_two_shot  every rank copies its chunk in; rank r reduces slice r of all slots into the
-//               shared result; everyone copies the whole result out. One copy in, (p-1)/p
-//               reductions and one copy out per element per rank; two synchronisations.
+// shm_two_shot  every rank copies its chunk in, but for slice r, which rank r reduces from its
+//               own input and the other slots into the shared result and its own output;
+//               everyone copies the other slices of the result out. (p-1)/p of a copy in,
+//               (p-1)/p reductions and (p-1)/p of a copy out per element per rank; two
+//               synchronisations.
 //
 // Both reduce in rank order (s0 op s1 op s2 ...), so results are bitwise identical on all
 // ranks. A slot (and the result area) is reused two epochs later, after every rank has said
 // it is done with it; the double buffering means that wait almost never waits.
+//
+// shm_cma       no copy through the segment: every rank names its buffers in it; rank r reads
+//               slice r of every peer's input straight from the peer's memory (one copy,
+//               cross-memory attach, into a cache-sized buffer) and reduces it, in rank order,
+//               into slice r of its own output; then every rank reads the other slices from
+//               their owners' outputs into its own. Each input is read once, and no rank ever
+//               writes another's memory (a peer that stalls and resumes after this rank gave
+//               up can only read it). Three synchronisations per call, whatever its size:
+//               buffers named; slices reduced (so inputs may be overwritten, for in-place);
+//               results copied out (so the caller may reuse its buffers).
 #include <algorithm>
 
 #include "algo/algo.h"
@@ -33,23 +45,35 @@ Status wait_all(const AllreduceArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e
   return Status();
 }
 
+Status read_peer(const AllreduceArgs& a, int q, uint64_t remote, void* local, size_t bytes) {
+  Status st = a.shm->read(q, remote, local, bytes);
+  return st.ok() ? st : a.t.step_error(st, q, "reading the buffer of");
+}
+
 void publish(ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint64_t epoch) {
   (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
 }
 
-// out = in[0] op in[1] op ... in[p-1], left to right.
-void reduce_in_rank_order(const AllreduceArgs& a, uint8_t* out, uint64_t epoch, size_t offset,
-                          size_t n) {
-  ShmChannel& ch = *a.shm;
-  a.red(out, ch.slot(epoch, 0) + offset, ch.slot(epoch, 1) + offset, n);
-  for (int q = 2; q < ch.size(); ++q) a.red(out, out, ch.slot(epoch, q) + offset, n);
+// out = x0 op x1 op ... x(p-1), left to right, where x(q) = input(q).
+template <typename In>
+void reduce_in_rank_order(const AllreduceArgs& a, uint8_t* out, In input, size_t n) {
+  a.red(out, input(0), input(1), n);
+  for (int q = 2; q < a.shm->size(); ++q) a.red(out, out, input(q), n);
+}
+
+// Copies elements [0, n) but those of `skip` from src to dst.
+void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t elem) {
+  std::memcpy(dst, src, skip.begin * elem);
+  const size_t end = skip.begin + skip.len;
+  std::memcpy(dst + end * elem, src + end * elem, (n - end) * elem);
 }
 
 // Streams the message through the segment: for each chunk of at most ch.chunk() bytes, one
-// epoch: wait until its areas are free (every rank done with epoch - 2), copy the chunk in,
-// wait for every rank's input, run `reduce(offset, n, epoch)`, and say this rank is done.
-template <typename F>
-Status for_each_chunk(const AllreduceArgs& a, F&& reduce) {
+// epoch: wait until its areas are free (every rank done with epoch - 2), copy the chunk in
+// (but the elements `skip(n)` of it), wait for every rank's input, run
+// `reduce(offset, n, epoch)`, and say this rank is done.
+template <typename Skip, typename F>
+Status for_each_chunk(const AllreduceArgs& a, Skip skip, F&& reduce) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const size_t per = ch.chunk() / elem;
@@ -57,7 +81,7 @@ Status for_each_chunk(const AllreduceArgs& a, F&& reduce) {
     const size_t n = std::min(per, a.count - off);
     const uint64_t e = ch.next_epoch();
     if (e > 2) COLLX_TRY(wait_all(a, &ShmRankFlags::done, e - 2, "release its buffers"));
-    std::memcpy(ch.slot(e, ch.rank()), a.send + off * elem, n * elem);
+    copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem);
     publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
@@ -69,25 +93,92 @@ Status for_each_chunk(const AllreduceArgs& a, F&& reduce) {
 }  // namespace
 
 Status allreduce_shm_one_shot(const AllreduceArgs& a) {
-  return for_each_chunk(a, [&](size_t off, size_t n, uint64_t e) {
-    reduce_in_rank_order(a, a.recv + off * a.red.elem_size, e, 0, n);
-    return Status();
-  });
+  ShmChannel& ch = *a.shm;
+  return for_each_chunk(
+      a, [](size_t) { return Range{}; },
+      [&](size_t off, size_t n, uint64_t e) {
+        reduce_in_rank_order(a, a.recv + off * a.red.elem_size,
+                             [&](int q) { return ch.slot(e, q); }, n);
+        return Status();
+      });
 }
 
+// Rank r's own slice never goes through the segment: it reduces it from its own input and
+// writes it to its own output directly, so only the other (p-1)/p of each chunk is copied in
+// and out.
 Status allreduce_shm_two_shot(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
-  return for_each_chunk(a, [&](size_t off, size_t n, uint64_t e) {
-    const Range mine = block(n, static_cast<size_t>(ch.size()), static_cast<size_t>(ch.rank()));
-    if (mine.len > 0) {
-      reduce_in_rank_order(a, ch.result(e) + mine.begin * elem, e, mine.begin * elem, mine.len);
+  const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
+  return for_each_chunk(
+      a, [&](size_t n) { return block(n, p, r); },
+      [&](size_t off, size_t n, uint64_t e) {
+        const Range mine = block(n, p, r);
+        const size_t at = mine.begin * elem;
+        if (mine.len > 0) {
+          // Into the shared result first: for in-place the output is this rank's input.
+          auto input = [&](int q) {
+            return static_cast<size_t>(q) == r ? a.send + off * elem + at : ch.slot(e, q) + at;
+          };
+          reduce_in_rank_order(a, ch.result(e) + at, input, mine.len);
+          std::memcpy(a.recv + off * elem + at, ch.result(e) + at, mine.len * elem);
+        }
+        publish(ch, &ShmRankFlags::reduced, e);
+        COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
+        copy_except(a.recv + off * elem, ch.result(e), n, mine, elem);
+        return Status();
+      });
+}
+
+Status allreduce_shm_cma(const AllreduceArgs& a) {
+  ShmChannel& ch = *a.shm;
+  const int p = ch.size(), r = ch.rank();
+  const size_t elem = a.red.elem_size;
+  const uint64_t e = ch.next_epoch();
+  ch.flags(r).buffers = ShmBuffers{reinterpret_cast<uint64_t>(a.send),
+                                   reinterpret_cast<uint64_t>(a.recv)};
+  publish(ch, &ShmRankFlags::ready, e);
+  COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "name its buffers"));
+
+  const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
+  const size_t per = ch.chunk() / elem, end = mine.begin + mine.len;
+  uint8_t* in = nullptr;  // a peer's input chunk
+  COLLX_TRY(a.scratch.get(2 * per * elem, &in));
+  uint8_t* acc = in + per * elem;  // the partial result while rank r's own input is unused
+  for (size_t off = mine.begin; off < end; off += per) {
+    const size_t n = std::min(per, end - off), at = off * elem, bytes = n * elem;
+    uint8_t* out = a.recv + at;
+    // out = x0 op x1 op ... x(p-1), left to right. `partial` holds x0 op ... x(q-1); it lives
+    // in `acc` until x_r is consumed, because for in-place `out` is x_r.
+    const uint8_t* partial = nullptr;
+    for (int q = 0; q < p; ++q) {
+      const uint8_t* x = a.send + at;
+      if (q != r) {
+        uint8_t* into = q == 0 ? acc : in;
+        COLLX_TRY(read_peer(a, q, ch.flags(q).buffers.send + at, into, bytes));
+        x = into;
+      }
+      if (q == 0) {
+        partial = x;
+        continue;
+      }
+      uint8_t* dst = q < r ? acc : out;
+      a.red(dst, partial, x, n);
+      partial = dst;
     }
-    publish(ch, &ShmRankFlags::reduced, e);
-    COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
-    std::memcpy(a.recv + off * elem, ch.result(e), n * elem);
-    return Status();
-  });
+  }
+  publish(ch, &ShmRankFlags::reduced, e);
+  COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
+  // Every rank has read all its inputs: the other slices of this rank's output (its input,
+  // for in-place) are free to be overwritten with their owners' results.
+  for (int q = 0; q < p; ++q) {
+    const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
+    if (q == r || theirs.len == 0) continue;
+    const size_t at = theirs.begin * elem;
+    COLLX_TRY(read_peer(a, q, ch.flags(q).buffers.recv + at, a.recv + at, theirs.len * elem));
+  }
+  publish(ch, &ShmRankFlags::done, e);
+  return wait_all(a, &ShmRankFlags::done, e, "copy its result out");
 }
 
 }  // namespace collx

@@ -42,10 +42,13 @@ Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                     void* shared) {
   Selection sel;
-  COLLX_TRY(make_selection(config, transport->size(), shared != nullptr, &sel));
+  COLLX_TRY(make_selection(config, transport->size(), Locality{shared != nullptr, shared != nullptr},
+                           &sel));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
   if (shared != nullptr) {
-    c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk);
+    // Threads of this process: "peer memory" is this process's own (pid 0).
+    c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk,
+                                           std::vector<int64_t>(c->size(), 0));
   }
   *out = c;
   return Status();
@@ -78,9 +81,6 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
       cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
     }
   }
-  Selection sel;
-  COLLX_TRY(make_selection(config, p.size, one_node, &sel));
-
   // Within one node rank 0 creates the shared-memory segment; its name travels in round 2.
   const bool use_shm = one_node && p.size > 1;
   std::unique_ptr<ShmSegment> created;
@@ -106,6 +106,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   // One-copy transfers between ranks of a node only if every rank can do them.
   bool use_cma = true;
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
+  Selection sel;
+  COLLX_TRY(make_selection(config, p.size, Locality{one_node, one_node && use_cma}, &sel));
   UcxTransport* t = nullptr;
   COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
                                  use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t));
@@ -118,7 +120,11 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Status st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
   if (st.ok() && use_shm) {
-    st = c->setup_shm(peers[0].shm_name, shm_status);
+    std::vector<int64_t> pids;
+    if (use_cma) {
+      for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
+    }
+    st = c->setup_shm(peers[0].shm_name, shm_status, std::move(pids));
   }
   if (!st.ok()) {
     delete c;
@@ -187,7 +193,8 @@ Status Comm::report_profile() {
   return Status();
 }
 
-Status Comm::setup_shm(const std::string& name, const Status& created) {
+Status Comm::setup_shm(const std::string& name, const Status& created,
+                       std::vector<int64_t> pids) {
   const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
   Status attached = created;  // rank 0 made the segment (or failed to); the others attach
   if (rank() != 0) {
@@ -201,13 +208,14 @@ Status Comm::setup_shm(const std::string& name, const Status& created) {
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
   if (ok == 1) {
-    shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk);
+    shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk,
+                                        std::move(pids));
     return Status();
   }
   // Without the segment: the point-to-point algorithms, unless one was forced.
   segment_.reset();
   Selection sel;
-  Status st = make_selection(config_, size(), false, &sel);
+  Status st = make_selection(config_, size(), Locality{}, &sel);
   if (!st.ok()) {
     return error(COLLX_ERR_TRANSPORT, "rank %d: shared memory unavailable (%s): %s", rank(),
                  attached.ok() ? "a peer could not attach" : attached.message().c_str(),

@@ -78,8 +78,9 @@ class Comm {
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
   // Attaches the node's shared memory (`name`; `created`: rank 0's creation status) and
-  // agrees that all ranks did; without it, falls back to the point-to-point table.
-  Status setup_shm(const std::string& name, const Status& created);
+  // agrees that all ranks did; without it, falls back to the point-to-point table. `pids`:
+  // the ranks' processes, where they can reach each other's memory (else empty).
+  Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
   void worker_main();
 
   std::unique_ptr<Transport> transport_;

@@ -18,7 +18,8 @@ const ConfigRow kRows[] = {
      "sooner, as COLLX_ERR_PEER_FAILED."},
     {"COLLX_ALLREDUCE_ALGO", "name", "auto",
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
-     "ring, shm_one_shot, shm_two_shot (the shm_* ones need all ranks on one node)."},
+     "ring, shm_one_shot, shm_two_shot, shm_cma (the shm_* ones need all ranks on one node; "
+     "shm_cma also needs them to be allowed to read each other's memory)."},
     {"COLLX_TUNE", "ranges", "",
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
@@ -44,7 +45,8 @@ const ConfigRow kRows[] = {
      "receiver reading the sender's buffer (cross-memory attach), instead of through UCX."},
     {"COLLX_SHM_CHUNK", "bytes", "128K",
      "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
-     "segment holds 2(p+1) such chunks; messages of any size stream through it."},
+     "segment holds 2(p+1) such chunks; messages of any size stream through it. shm_cma "
+     "reads peers' buffers in pieces of this size."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth); at its destruction rank 0 prints the table combined "

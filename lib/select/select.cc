@@ -7,7 +7,7 @@ namespace collx {
 namespace {
 constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot",
-                                  "shm_two_shot"};
+                                  "shm_two_shot", "shm_cma"};
 
 std::string size_string(size_t b) {
   if (b == kInf) return "inf";
@@ -102,7 +102,8 @@ Status parse_tune(std::string_view s, Selection* out) {
   return Status();
 }
 
-Selection default_selection(int comm_size, bool one_node) {
+Selection default_selection(int comm_size, Locality where) {
+  const bool one_node = where.one_node;
   // Within a node the shared-memory one-shot is the latency path (docs/PERFORMANCE.md: 2
   // ranks, it matches or beats recursive doubling up to 8K). Above, the point-to-point
   // algorithms with their one-copy transfers measured faster than the copy-in/copy-out
@@ -139,8 +140,8 @@ Selection default_selection(int comm_size, bool one_node) {
   return sel;
 }
 
-Status make_selection(const Config& config, int comm_size, bool one_node, Selection* out) {
-  Selection sel = default_selection(comm_size, one_node);
+Status make_selection(const Config& config, int comm_size, Locality where, Selection* out) {
+  Selection sel = default_selection(comm_size, where);
   if (!config.tune.empty()) COLLX_TRY(parse_tune(config.tune, &sel));
   if (config.algo != "auto") {
     Algo a;
@@ -152,11 +153,18 @@ Status make_selection(const Config& config, int comm_size, bool one_node, Select
     sel.ranges = {{0, kInf, a}};
   }
   for (const SelectRange& r : sel.ranges) {
-    if (needs_shm(r.algo) && !one_node && comm_size > 1) {
+    if (comm_size == 1) break;
+    if (needs_shm(r.algo) && !where.one_node) {
       return error(COLLX_ERR_CONFIG,
                    "%s needs every rank of the communicator on one node (these %d ranks span "
                    "nodes)",
                    algo_name(r.algo), comm_size);
+    }
+    if (r.algo == Algo::kShmCma && !where.peer_access) {
+      return error(COLLX_ERR_CONFIG,
+                   "shm_cma needs the ranks to read each other's memory with process_vm_readv, "
+                   "which this system does not allow them (ptrace restrictions such as "
+                   "kernel.yama.ptrace_scope, or different users)");
     }
   }
   *out = std::move(sel);

@@ -20,9 +20,17 @@ enum class Algo : uint8_t {
   kRing,
   kShmOneShot,  // shared memory: needs every rank of the communicator on one node
   kShmTwoShot,
+  kShmCma,  // also needs the ranks to reach each other's memory (cross-memory attach)
   kCount
 };
-inline bool needs_shm(Algo a) { return a == Algo::kShmOneShot || a == Algo::kShmTwoShot; }
+inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShmCma; }
+
+// Where a communicator's ranks are: all on one node (shared memory), and if so whether they
+// can read each other's memory with cross-memory attach.
+struct Locality {
+  bool one_node = false;
+  bool peer_access = false;
+};
 
 const char* algo_name(Algo a);
 bool algo_from_name(std::string_view name, Algo* out);
@@ -50,11 +58,12 @@ struct Selection {
 // Parses a COLLX_TUNE string; errors name the offending token.
 Status parse_tune(std::string_view s, Selection* out);
 
-// The measured defaults for a communicator of `comm_size` ranks, all on one node or not.
-Selection default_selection(int comm_size, bool one_node);
+// The measured defaults for a communicator of `comm_size` ranks.
+Selection default_selection(int comm_size, Locality where);
 
 // Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO. A shm_* algorithm for a communicator
-// that spans nodes is COLLX_ERR_CONFIG.
-Status make_selection(const Config& config, int comm_size, bool one_node, Selection* out);
+// that spans nodes, or shm_cma where ranks cannot reach each other's memory, is
+// COLLX_ERR_CONFIG.
+Status make_selection(const Config& config, int comm_size, Locality where, Selection* out);
 
 }  // namespace collx

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace collx {
 
@@ -22,12 +23,13 @@ size_t ShmChannel::bytes_for(int p, size_t chunk) {
   return kHeader + flags + (2 * static_cast<size_t>(p) + 2) * chunk;
 }
 
-ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk)
+ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<int64_t> pids)
     : rank_(rank),
       size_(p),
       chunk_(chunk),
       flags_(reinterpret_cast<ShmRankFlags*>(static_cast<uint8_t*>(base) + kHeader)),
-      data_(static_cast<uint8_t*>(base) + kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags)) {}
+      data_(static_cast<uint8_t*>(base) + kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags)),
+      pids_(std::move(pids)) {}
 
 bool ShmSegment::valid_name(const std::string& name) {
   if (name.size() != std::strlen(kPrefix) + kHexDigits || name.rfind(kPrefix, 0) != 0) {

@@ -16,8 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/status.h"
+#include "transport/peer_memory.h"
 
 namespace collx {
 
@@ -25,10 +27,18 @@ struct alignas(64) ShmFlag {
   std::atomic<uint64_t> epoch{0};
 };
 
+// A rank's user buffers in the running epoch (shm_cma): written before `ready` is published,
+// read by peers after they see it.
+struct alignas(64) ShmBuffers {
+  uint64_t send = 0;
+  uint64_t recv = 0;
+};
+
 struct ShmRankFlags {
-  ShmFlag ready;    // its input for the epoch is in its slot
+  ShmFlag ready;    // its input for the epoch is in its slot (shm_cma: its buffers are named)
   ShmFlag reduced;  // its slice of the epoch's result is in the result area
   ShmFlag done;     // it has finished reading everything of the epoch
+  ShmBuffers buffers;
 };
 
 class ShmChannel {
@@ -36,7 +46,10 @@ class ShmChannel {
   // Bytes of shared memory for p ranks moving `chunk` bytes per rank per epoch.
   static size_t bytes_for(int p, size_t chunk);
   // `base`: bytes_for(p, chunk) bytes, zero-filled before first use, 64-byte aligned.
-  ShmChannel(void* base, int rank, int p, size_t chunk);
+  // `pids`: for one-copy access to the other ranks' memory (transport/peer_memory.h), each
+  // rank's process id, 0 for threads of this process (the in-process tests); empty where
+  // that access is not possible (then shm_cma is not either).
+  ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<int64_t> pids);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -53,6 +66,12 @@ class ShmChannel {
   // The next epoch of this rank (every rank counts the same epochs).
   uint64_t next_epoch() { return ++epoch_; }
 
+  bool peer_access() const { return !pids_.empty(); }
+  // One copy from rank q's memory at `remote` (needs peer_access()).
+  Status read(int q, uint64_t remote, void* local, size_t bytes) const {
+    return peer_read(pids_[q], remote, local, bytes);
+  }
+
  private:
   int rank_;
   int size_;
@@ -60,6 +79,7 @@ class ShmChannel {
   ShmRankFlags* flags_;
   uint8_t* data_;
   uint64_t epoch_ = 0;
+  std::vector<int64_t> pids_;
 };
 
 class ShmSegment {

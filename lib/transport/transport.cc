@@ -53,6 +53,11 @@ Status Transport::check_wait(int peer, const char* what) const {
   return Status();
 }
 
+Status Transport::step_error(const Status& cause, int peer, const char* what) const {
+  return error(cause.code(), "rank %d: %s rank %d failed (collective #%u, shared-memory step): %s",
+               rank_, what, peer, seq_, cause.message().c_str());
+}
+
 Status Transport::post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv,
                                Handle* h) {
   if (peer < 0 || peer >= size_ || peer == rank_) {

@@ -43,6 +43,10 @@ class Transport {
   Status wait(Handle h);
   Status wait_all();  // every request posted since begin_op
 
+  // `cause`, the failure of a shared-memory step with `peer` (reading its memory), named like
+  // the transport's own errors (rank, peer, collective).
+  Status step_error(const Status& cause, int peer, const char* what) const;
+
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
 

@@ -2,14 +2,14 @@
 
 #include <sched.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+
+#include "transport/peer_memory.h"
 
 namespace collx {
 
@@ -393,20 +393,8 @@ Status UcxTransport::test_one_copy(Request& r) {
                             .c_str());
       }
       // The one copy, outside the worker lock.
-      size_t done = 0;
-      while (done < r.bytes) {
-        iovec local{static_cast<uint8_t*>(r.buf) + done, r.bytes - done};
-        iovec remote{reinterpret_cast<void*>(op.rts[1] + done), r.bytes - done};
-        const ssize_t n =
-            process_vm_readv(static_cast<pid_t>(cma_pid_[r.peer]), &local, 1, &remote, 1, 0);
-        if (n <= 0) {
-          const int e = n == 0 ? EIO : errno;
-          if (e == ESRCH) return describe(r, COLLX_ERR_PEER_FAILED, "peer process gone in");
-          return describe(r, COLLX_ERR_TRANSPORT,
-                          format("reading the peer's buffer failed (%s) in", strerror(e)).c_str());
-        }
-        done += static_cast<size_t>(n);
-      }
+      const Status st = peer_read(cma_pid_[r.peer], op.rts[1], r.buf, r.bytes);
+      if (!st.ok()) return describe(r, st.code(), (st.message() + " in").c_str());
       op.ack = kAckMagic;
       LockGuard g(worker_);
       op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(rank(), op.seq, r.step, true));

@@ -29,9 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   for (int ranks : {1, 2, 3, 64})
-  for (bool one_node : {true, false}) {
+  for (collx::Locality where : {collx::Locality{true, true}, collx::Locality{true, false},
+                                collx::Locality{}}) {
     collx::Selection sel;
-    const collx::Status s = collx::make_selection(c, ranks, one_node, &sel);
+    const collx::Status s = collx::make_selection(c, ranks, where, &sel);
     if (s.ok() ? sel.ranges.empty() : s.code() != COLLX_ERR_CONFIG) std::abort();
   }
   return 0;

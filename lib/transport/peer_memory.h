@@ -1,0 +1,20 @@
+// One copy from the memory of another process of the same node into this process's:
+// process_vm_readv (cross-memory attach), where the kernel copies between the two address
+// spaces directly, with no intermediate buffer. Partial transfers are
+// completed. pid 0 stands for this process itself (threads sharing one address space, as in
+// the unit tests): a memcpy.
+//
+// Errors: COLLX_ERR_PEER_FAILED when the process is gone, COLLX_ERR_TRANSPORT otherwise; the
+// message says what failed and why, the caller adds whose memory and in which step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "api/status.h"
+
+namespace collx {
+
+Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes);
+
+}  // namespace collx
