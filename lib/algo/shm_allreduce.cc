@@ -11,8 +11,10 @@
 //               synchronisations.
 //
 // Both reduce in rank order (s0 op s1 op s2 ...), so results are bitwise identical on all
-// ranks. A slot (and the result area) is reused two epochs later, after every rank has said
-// it is done with it; the double buffering means that wait almost never waits.
+// ranks. A slot (and the result area) is reused two epochs later, and needs no wait of its
+// own: a rank starts epoch e only after it saw every rank's `ready` of epoch e-1, which every
+// rank publishes only after it has finished epoch e-2 (epochs run in order on every rank).
+// So the fast path is one flag store and one wait per epoch (two for the two-shot).
 //
 // shm_cma       no copy through the segment: every rank names its buffers in it; rank r reads
 //               slice r of every peer's input straight from the peer's memory (one copy,
@@ -69,9 +71,8 @@ void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t 
 }
 
 // Streams the message through the segment: for each chunk of at most ch.chunk() bytes, one
-// epoch: wait until its areas are free (every rank done with epoch - 2), copy the chunk in
-// (but the elements `skip(n)` of it), wait for every rank's input, run
-// `reduce(offset, n, epoch)`, and say this rank is done.
+// epoch: copy the chunk in (but the elements `skip(n)` of it), wait for every rank's input,
+// run `reduce(offset, n, epoch)`.
 template <typename Skip, typename F>
 Status for_each_chunk(const AllreduceArgs& a, Skip skip, F&& reduce) {
   ShmChannel& ch = *a.shm;
@@ -80,12 +81,10 @@ Status for_each_chunk(const AllreduceArgs& a, Skip skip, F&& reduce) {
   for (size_t off = 0; off < a.count; off += per) {
     const size_t n = std::min(per, a.count - off);
     const uint64_t e = ch.next_epoch();
-    if (e > 2) COLLX_TRY(wait_all(a, &ShmRankFlags::done, e - 2, "release its buffers"));
     copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem);
     publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
-    publish(ch, &ShmRankFlags::done, e);
   }
   return Status();
 }

@@ -27,9 +27,9 @@ const ConfigRow kRows[] = {
     {"COLLX_RING_SEGMENT", "bytes", "256K",
      "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
      "that sends, receives and reductions overlap."},
-    {"COLLX_SPIN", "count", "200",
-     "Progress rounds a waiting rank busy-polls before it starts yielding its core between "
-     "rounds."},
+    {"COLLX_SPIN", "microseconds", "20",
+     "How long a waiting rank busy-polls before it starts yielding its core between polls "
+     "(0: yield at once, for more ranks than cores)."},
     {"COLLX_CHECK", "bool", "0",
      "1: before each collective the ranks agree on count, dtype, op and in-place (one small "
      "extra allreduce); a disagreement is COLLX_ERR_MISMATCH on every rank, naming the first "
@@ -43,7 +43,7 @@ const ConfigRow kRows[] = {
     {"COLLX_CMA_MIN", "bytes", "16K",
      "Messages of at least this size between ranks of one node are copied once, by the "
      "receiver reading the sender's buffer (cross-memory attach), instead of through UCX."},
-    {"COLLX_SHM_CHUNK", "bytes", "128K",
+    {"COLLX_SHM_CHUNK", "bytes", "256K",
      "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
      "segment holds 2(p+1) such chunks; messages of any size stream through it. shm_cma "
      "reads peers' buffers in pieces of this size."},
@@ -150,7 +150,7 @@ Status load_config(Config* out, char** env) {
     } else if (name == "COLLX_SPIN") {
       size_t n = 0;
       if (!parse_bytes(v, &n) || n > 1000000000) {
-        return bad(row.name, v, "a count between 0 and 1e9");
+        return bad(row.name, v, "a number of microseconds between 0 and 1e9");
       }
       c.spin = static_cast<int>(n);
     }

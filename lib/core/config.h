@@ -12,7 +12,7 @@ namespace collx {
 
 struct ConfigRow {
   const char* name;
-  const char* type;  // "seconds", "bytes", "count", "name", "ranges", "bool"
+  const char* type;  // "seconds", "microseconds", "bytes", "name", "ranges", "bool"
   const char* default_value;
   const char* doc;
 };
@@ -28,11 +28,11 @@ struct Config {
   std::string algo = "auto";
   std::string tune;
   size_t ring_segment = 0;
-  int spin = 0;
+  int spin = 0;              // microseconds a wait busy-polls before yielding
   bool check = false;        // agree on the call before each collective
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
-  size_t shm_chunk = 128 << 10;
+  size_t shm_chunk = 256 << 10;
   bool profile = false;      // COLLX_PROFILE
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on

@@ -103,31 +103,24 @@ Status parse_tune(std::string_view s, Selection* out) {
 }
 
 Selection default_selection(int comm_size, Locality where) {
-  const bool one_node = where.one_node;
-  // Within a node the shared-memory one-shot is the latency path (docs/PERFORMANCE.md: 2
-  // ranks, it matches or beats recursive doubling up to 8K). Above, the point-to-point
-  // algorithms with their one-copy transfers measured faster than the copy-in/copy-out
-  // two-shot at 2 ranks; for more ranks per node the two-shot takes the middle sizes, where
-  // its 2 synchronisations beat 2 lg p or 2(p-1) messages (unmeasured here: 2 cores).
-  if (one_node && comm_size > 2) {
-    Selection sel;
-    sel.ranges = {{0, kShmOneShotMax, Algo::kShmOneShot},
-                  {kShmOneShotMax, 1 << 20, Algo::kShmTwoShot},
-                  {1 << 20, kInf, Algo::kRing}};
+  // Within a node (docs/PERFORMANCE.md, 2 ranks): the shared-memory one-shot is the latency
+  // path up to 16K; above, the two-shot, which copies only the (p-1)/p of each chunk that
+  // other ranks reduce, beat every point-to-point algorithm and shm_cma (cross-memory attach
+  // moves ~6 GB/s here, half of memcpy) from 256K to 16M by 1.5-3x, and matched recursive
+  // doubling from 16K to 128K. With 4 ranks on the 2 cores it also beat the ring at 1-16M.
+  Selection sel;
+  if (where.one_node) {
+    sel.ranges = {{0, kShmOneShotMax, Algo::kShmOneShot}, {kShmOneShotMax, kInf, Algo::kShmTwoShot}};
     return sel;
   }
+  // Across nodes, two ranks: recursive doubling is one exchange and won below 1M except at
+  // 16K, where its single message crossed a protocol threshold and Rabenseifner's two halves
+  // did not; from 4M the pipelined ring won (measured within one node, before shared memory).
   // Larger communicators keep the textbook shape until they are measured on a machine with
   // enough cores: latency-bound below 8K, Rabenseifner while its 2 lg p messages cost less
   // than the ring's 2(p-1), ring for the largest messages.
-  // Two ranks (docs/PERFORMANCE.md, medians of 3 runs): recursive doubling is one exchange
-  // and wins below 1M except at 16K, where its single message crosses a protocol threshold
-  // (then UCX's rendezvous, now COLLX_CMA_MIN's one-copy handshake) and Rabenseifner's two
-  // halves do not; from 4M the pipelined ring wins. Measured before the one-copy path
-  // replaced UCX's rendezvous; one forced run after it (PERFORMANCE.md) picked the same
-  // winners within noise.
-  Selection sel;
   if (comm_size <= 2) {
-    sel.ranges = {{0, 16 << 10, one_node ? Algo::kShmOneShot : Algo::kRecursiveDoubling},
+    sel.ranges = {{0, 16 << 10, Algo::kRecursiveDoubling},
                   {16 << 10, 32 << 10, Algo::kRabenseifner},
                   {32 << 10, 1 << 20, Algo::kRecursiveDoubling},
                   {1 << 20, 4 << 20, Algo::kRabenseifner},

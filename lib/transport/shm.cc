@@ -62,16 +62,18 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
   s->linked_ = true;
   s->bytes_ = bytes;
   Status st;
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    st = error(COLLX_ERR_NO_MEMORY, "shared memory: sizing %s to %zu bytes failed: %s",
-               name.c_str(), bytes, strerror(errno));
+  // Reserve the pages now (zero-filled): a full /dev/shm is an error here, not a SIGBUS on
+  // first touch in the middle of a collective.
+  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    st = error(COLLX_ERR_NO_MEMORY, "shared memory: reserving %zu bytes for %s failed: %s",
+               bytes, name.c_str(), strerror(rc));
   } else {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       st = error(COLLX_ERR_NO_MEMORY, "shared memory: mapping %zu bytes failed: %s", bytes,
                  strerror(errno));
     } else {
-      s->base_ = p;  // ftruncate zero-fills
+      s->base_ = p;
     }
   }
   close(fd);

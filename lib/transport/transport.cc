@@ -4,10 +4,10 @@
 
 namespace collx {
 
-void Transport::begin_op(uint32_t seq, double timeout_s, int spin_count) {
+void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   seq_ = seq;
   timeout_s_ = timeout_s;
-  spin_count_ = spin_count;
+  spin_ = std::chrono::microseconds(spin_us);
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout_s));
   requests_.clear();
@@ -82,16 +82,13 @@ Status Transport::irecv(int peer, uint32_t step, void* buf, size_t bytes, Handle
   return post_request(peer, step, buf, bytes, true, h);
 }
 
-// Spin on progress for spin_count_ rounds, then yield between rounds so that more ranks than
-// cores still make progress; the clock is read only every 64 rounds.
 Status Transport::wait_request(Request& r) {
-  for (uint64_t round = 0;; ++round) {
+  for (Backoff b(spin_);;) {
     if (r.done) return Status();
     COLLX_TRY(test(r));
     if (r.done) return Status();
     progress();
-    if (round >= static_cast<uint64_t>(spin_count_)) sched_yield();
-    if ((round & 63) == 63) {
+    if (b.idle()) {
       COLLX_TRY(peer_failure(r));
       if (Clock::now() > deadline_) {
         return describe(r, COLLX_ERR_TIMEOUT,

@@ -64,7 +64,7 @@ inline Config config_for(const char* algo, size_t segment = 64 << 10) {
   c.algo = algo;
   c.ring_segment = segment;
   c.shm_chunk = segment;
-  c.spin = 50;
+  c.spin = 5;  // microseconds: usually more threads than cores
   c.timeout_s = 120;
   return c;
 }
