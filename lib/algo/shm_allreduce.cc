@@ -63,25 +63,29 @@ void reduce_in_rank_order(const AllreduceArgs& a, uint8_t* out, In input, size_t
   for (int q = 2; q < a.shm->size(); ++q) a.red(out, out, input(q), n);
 }
 
+using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
+void copy_cached(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
 // Copies elements [0, n) but those of `skip` from src to dst.
-void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t elem) {
-  std::memcpy(dst, src, skip.begin * elem);
+void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t elem,
+                 CopyFn copy = copy_cached) {
+  copy(dst, src, skip.begin * elem);
   const size_t end = skip.begin + skip.len;
-  std::memcpy(dst + end * elem, src + end * elem, (n - end) * elem);
+  copy(dst + end * elem, src + end * elem, (n - end) * elem);
 }
 
 // Streams the message through the segment: for each chunk of at most ch.chunk() bytes, one
-// epoch: copy the chunk in (but the elements `skip(n)` of it), wait for every rank's input,
-// run `reduce(offset, n, epoch)`.
+// epoch: copy the chunk in with `copy_in` (but the elements `skip(n)` of it), wait for every
+// rank's input, run `reduce(offset, n, epoch)`.
 template <typename Skip, typename F>
-Status for_each_chunk(const AllreduceArgs& a, Skip skip, F&& reduce) {
+Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& reduce) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const size_t per = ch.chunk() / elem;
   for (size_t off = 0; off < a.count; off += per) {
     const size_t n = std::min(per, a.count - off);
     const uint64_t e = ch.next_epoch();
-    copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem);
+    copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem, copy_in);
     publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
@@ -94,7 +98,7 @@ Status for_each_chunk(const AllreduceArgs& a, Skip skip, F&& reduce) {
 Status allreduce_shm_one_shot(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   return for_each_chunk(
-      a, [](size_t) { return Range{}; },
+      a, copy_cached, [](size_t) { return Range{}; },
       [&](size_t off, size_t n, uint64_t e) {
         reduce_in_rank_order(a, a.recv + off * a.red.elem_size,
                              [&](int q) { return ch.slot(e, q); }, n);
@@ -104,29 +108,46 @@ Status allreduce_shm_one_shot(const AllreduceArgs& a) {
 
 // Rank r's own slice never goes through the segment: it reduces it from its own input and
 // writes it to its own output directly, so only the other (p-1)/p of each chunk is copied in
-// and out.
+// and out. The other slices of a chunk are copied out one epoch later, so that their owners
+// have long finished them: the wait for them almost never waits.
 Status allreduce_shm_two_shot(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  return for_each_chunk(
-      a, [&](size_t n) { return block(n, p, r); },
+  struct Chunk {
+    uint64_t epoch = 0;
+    size_t off = 0, n = 0;
+  } last;
+  auto copy_out_others = [&](const Chunk& c) {
+    COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, c.epoch, "reduce its slice"));
+    copy_except(a.recv + c.off * elem, ch.result(c.epoch), c.n, block(c.n, p, r), elem);
+    return Status();
+  };
+  COLLX_TRY(for_each_chunk(
+      a, copy_streaming, [&](size_t n) { return block(n, p, r); },
       [&](size_t off, size_t n, uint64_t e) {
         const Range mine = block(n, p, r);
-        const size_t at = mine.begin * elem;
         if (mine.len > 0) {
-          // Into the shared result first: for in-place the output is this rank's input.
+          const size_t at = mine.begin * elem;
+          // Into the output, then streamed to the shared result for the others. In place,
+          // the output is this rank's input, which the first reduction (of ranks 0 and 1)
+          // would overwrite before it is read when r > 1: then through scratch.
+          uint8_t* out = a.recv + off * elem + at;
+          uint8_t* into = out;
+          if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(mine.len * elem, &into));
           auto input = [&](int q) {
             return static_cast<size_t>(q) == r ? a.send + off * elem + at : ch.slot(e, q) + at;
           };
-          reduce_in_rank_order(a, ch.result(e) + at, input, mine.len);
-          std::memcpy(a.recv + off * elem + at, ch.result(e) + at, mine.len * elem);
+          reduce_in_rank_order(a, into, input, mine.len);
+          if (into != out) std::memcpy(out, into, mine.len * elem);
+          copy_streaming(ch.result(e) + at, into, mine.len * elem);
         }
         publish(ch, &ShmRankFlags::reduced, e);
-        COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
-        copy_except(a.recv + off * elem, ch.result(e), n, mine, elem);
+        if (last.epoch != 0) COLLX_TRY(copy_out_others(last));
+        last = {e, off, n};
         return Status();
-      });
+      }));
+  return copy_out_others(last);
 }
 
 Status allreduce_shm_cma(const AllreduceArgs& a) {

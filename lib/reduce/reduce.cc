@@ -1,6 +1,8 @@
 #include "reduce/reduce.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -249,6 +251,32 @@ Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out) {
   }
   *out = r;
   return Status();
+}
+
+void copy_streaming(void* dst, const void* src, size_t n) {
+#if defined(__x86_64__)
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    const auto* in = reinterpret_cast<const __m128i*>(s);
+    auto* out = reinterpret_cast<__m128i*>(d);
+    const __m128i v0 = _mm_loadu_si128(in), v1 = _mm_loadu_si128(in + 1);
+    const __m128i v2 = _mm_loadu_si128(in + 2), v3 = _mm_loadu_si128(in + 3);
+    _mm_stream_si128(out, v0);
+    _mm_stream_si128(out + 1, v1);
+    _mm_stream_si128(out + 2, v2);
+    _mm_stream_si128(out + 3, v3);
+  }
+  std::memcpy(d, s, n);
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, n);
+#endif
 }
 
 }  // namespace collx

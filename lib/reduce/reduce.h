@@ -24,6 +24,13 @@ struct Reducer {
   void operator()(void* dst, const void* a, const void* b, size_t n) const { reduce(dst, a, b, n); }
 };
 
+// memcpy with non-temporal stores where the CPU has them (x86-64; memcpy elsewhere), for data
+// that another core reads next: that core then reads it from memory instead of probing this
+// core's cache line by line, which is much slower (docs/PERFORMANCE.md: shm_two_shot 1.7x
+// faster at 1-16 MiB). Ends with a store fence, so a release store after it publishes the
+// data. No overlap allowed.
+void copy_streaming(void* dst, const void* src, size_t n);
+
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
 // meaning (avg of integers, bitwise ops on floating types).
 Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out);

@@ -90,10 +90,11 @@ class Transport {
   // The spin-then-yield policy of every wait, called once per poll that found nothing: busy-
   // polls for `spin` (time, not rounds: a round costs 1 ns on a flag and 100 ns through UCX),
   // then yields the core after every poll, so that more ranks than cores still progress.
-  // Reads the clock only every 64 polls; idle() is true then, when it is time for the
-  // deadline and peer checks.
+  // Reads the clock only every 64 polls. idle() is true once per kCheckEvery of waiting: time
+  // for the deadline and peer-failure checks, which cost system calls.
   class Backoff {
    public:
+    static constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
     explicit Backoff(Clock::duration spin) : spin_(spin) {}
     bool idle() {
       if (yielding_) yield();
@@ -101,15 +102,18 @@ class Transport {
       const Clock::time_point now = Clock::now();
       if (polls_ == 64) {
         yield_from_ = now + spin_;
-      } else if (now >= yield_from_) {
-        yielding_ = true;
+        check_at_ = now + kCheckEvery;
+        return false;
       }
+      if (now >= yield_from_) yielding_ = true;
+      if (now < check_at_) return false;
+      check_at_ = now + kCheckEvery;
       return true;
     }
 
    private:
     Clock::duration spin_;
-    Clock::time_point yield_from_{};
+    Clock::time_point yield_from_{}, check_at_{};
     uint64_t polls_ = 0;
     bool yielding_ = false;
   };

@@ -252,7 +252,7 @@ Status UcxTransport::connect(double timeout_s) {
 // Every rank's data is part of every result: once any peer has failed, no collective on this
 // communicator can complete, whichever peer the caller happens to be waiting for.
 int UcxTransport::dead_peer(int prefer, std::string* why) const {
-  if (!pidfds_.empty() && (++polls_ & 15) == 0) {
+  if (!pidfds_.empty()) {
     auto& fds = const_cast<std::vector<pollfd>&>(pidfds_);
     if (poll(fds.data(), fds.size(), 0) > 0) {
       for (size_t i = 0; i < fds.size(); ++i) {

@@ -152,7 +152,6 @@ class UcxTransport final : public Transport {
   std::vector<PeerWatch*> watches_;  // per peer; null for this rank
   std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
   std::vector<PeerWatch*> polled_;   // their watches
-  mutable uint32_t polls_ = 0;
   // One-copy transfers: the first cma_used_ belong to the running operation. Kept between
   // operations (a deque keeps their addresses stable), so a warm call allocates nothing.
   std::deque<CmaOp> cma_ops_;
