@@ -12,6 +12,7 @@
 
 #include "collx_build_config.h"
 #include "core/config.h"
+#include "memory/cuda_driver.h"
 #include "select/select.h"
 #include "topo/topo.h"
 
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
   std::printf("libcollx %s\n", COLLX_VERSION);
   std::printf("build:       %s, %s, CUDA %s\n", COLLX_BUILD_TYPE, COLLX_CXX,
               COLLX_HAVE_CUDA ? "compiled in" : "not built (host memory only)");
+  std::string driver;
+  const bool gpu = collx::cuda_memory_query(&driver) != nullptr;
+  std::printf("GPU buffers: %s (%s)\n", driver.c_str(),
+              gpu ? "CUDA device memory detected and refused; managed memory served by the host path"
+                  : "host memory only");
   std::printf("UCX:         %u.%u.%u (library %s)\n", maj, min, rel, ucp_get_version_string());
   std::printf("transports:  %s\n", ucx_transports().c_str());
   const collx::TopoSummary t = collx::topo_summary();

@@ -113,6 +113,7 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
                  "use COLLX_IN_PLACE for in-place",
                  fn, s > r ? s - r : r - s, bytes);
   }
+  if (count > 0) COLLX_TRY(comm->get()->check_memory(send, recvbuf, bytes, fn));
   *out = collx::AllreduceOp{send, recvbuf, count, red, dtype, op};
   return Status();
 }

@@ -11,6 +11,7 @@
 
 #include "core/bootstrap.h"
 #include "core/context.h"
+#include "memory/cuda_driver.h"
 #include "topo/node.h"
 #include "transport/ucx.h"
 
@@ -35,8 +36,36 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 }  // namespace
 
 Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection)
-    : transport_(std::move(transport)), config_(config), selection_(std::move(selection)) {
+    : transport_(std::move(transport)),
+      config_(config),
+      selection_(std::move(selection)),
+      pointers_(std::make_unique<PointerCache>(cuda_memory_query())) {
   if (config.profile) profile_ = std::make_unique<Profile>();
+}
+
+Status Comm::check_memory(const void* send, const void* recv, size_t bytes, const char* fn) {
+  bool send_straddles = false, recv_straddles = false;
+  const MemRange s = pointers_->classify(send, bytes, &send_straddles);
+  const MemRange r = send == recv ? s : pointers_->classify(recv, bytes, &recv_straddles);
+  if (send_straddles || recv_straddles) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: %s (%zu bytes) is not inside one allocation: part of it is CUDA memory "
+                 "and part is not, or it runs past the end of its CUDA allocation",
+                 fn, send_straddles ? "sendbuf" : "recvbuf", bytes);
+  }
+  if (s.kind != r.kind) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: sendbuf is %s memory and recvbuf %s memory: both buffers of a call must "
+                 "be the same kind of memory",
+                 fn, mem_kind_name(s.kind), mem_kind_name(r.kind));
+  }
+  if (s.kind == MemKind::kDevice) {
+    return error(COLLX_ERR_UNSUPPORTED,
+                 "%s: the buffers are CUDA device memory (device %d); this version of libcollx "
+                 "reduces host and CUDA managed memory only",
+                 fn, s.device);
+  }
+  return Status();
 }
 
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,

@@ -15,6 +15,7 @@
 #include "api/status.h"
 #include "core/config.h"
 #include "core/profile.h"
+#include "memory/pointer_cache.h"
 #include "select/select.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -58,6 +59,13 @@ class Comm {
   bool try_claim() { return !busy_.exchange(true, std::memory_order_acquire); }
   void release() { busy_.store(false, std::memory_order_release); }
 
+  // Where the buffers of a call live (pointer cache): both must be the same kind of memory,
+  // and one the host algorithms can touch (host or CUDA managed); `fn` names the caller.
+  Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn);
+  // Tests: classify buffers through `q` instead of the CUDA driver.
+  void set_memory_query(MemoryQuery* q) { pointers_ = std::make_unique<PointerCache>(q); }
+  const PointerCache& pointers() const { return *pointers_; }
+
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);
   // Waits for every posted operation (each bounded by its own deadline).
@@ -88,6 +96,7 @@ class Comm {
   Config config_;
   Selection selection_;
   Scratch scratch_;
+  std::unique_ptr<PointerCache> pointers_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1

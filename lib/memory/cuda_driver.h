@@ -1,0 +1,17 @@
+// The CUDA driver (libcuda.so.1), loaded at run time when it is there: libcollx has no
+// link-time dependency on it, so one build runs on GPU machines and on machines without a
+// driver, where every buffer is host memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "memory/pointer_cache.h"
+
+namespace collx {
+
+// The process's driver-backed MemoryQuery, or null (with the reason in *why) when there is no
+// usable driver: the library, cuInit or any CUDA device missing. Loaded once; thread-safe.
+MemoryQuery* cuda_memory_query(std::string* why = nullptr);
+
+}  // namespace collx

@@ -1,0 +1,252 @@
+// The memory layer's host-side logic, with a fake CUDA driver and a fake IPC opener: the LRU
+// map, the pointer cache (one driver description per allocation, hits validated by buffer id,
+// reallocation at the same address, straddling ranges), the IPC registration cache (one open
+// per buffer, stale handles closed and reopened, LRU bound) and the communicator's check of a
+// call's buffers.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/inproc.h"
+#include "memory/cuda_driver.h"
+#include "memory/ipc_cache.h"
+#include "memory/lru_map.h"
+#include "memory/pointer_cache.h"
+
+using namespace collx;
+
+namespace {
+
+// A driver that knows the allocations in `allocs` (by start address), counting its calls.
+struct FakeDriver : MemoryQuery {
+  std::map<uintptr_t, MemRange> allocs;
+  uint64_t next_id = 1;
+  int describes = 0, id_queries = 0;
+
+  void alloc(uintptr_t base, size_t size, MemKind kind = MemKind::kDevice, int device = 0) {
+    allocs[base] = MemRange{kind, base, size, device, next_id++};
+  }
+  const MemRange* find(const void* p) const {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = allocs.upper_bound(a);
+    if (it == allocs.begin()) return nullptr;
+    --it;
+    return a < it->first + it->second.size ? &it->second : nullptr;
+  }
+  bool describe(const void* p, MemRange* out) override {
+    ++describes;
+    const MemRange* r = find(p);
+    if (r != nullptr) *out = *r;
+    return r != nullptr;
+  }
+  uint64_t buffer_id(const void* p) override {
+    ++id_queries;
+    const MemRange* r = find(p);
+    return r != nullptr ? r->buffer_id : 0;
+  }
+};
+
+const void* at(uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+struct FakeOpener : IpcOpener {
+  int opens = 0, closes = 0;
+  bool fail = false;
+  std::vector<void*> open_now;
+  Status open(int peer, const IpcHandle& h, void** base) override {
+    if (fail) return error(COLLX_ERR_TRANSPORT, "cannot open handle of rank %d", peer);
+    ++opens;
+    *base = reinterpret_cast<void*>(uintptr_t{0x10000} * (opens + 1) + h.bytes[0]);
+    open_now.push_back(*base);
+    return Status();
+  }
+  void close(void* base) override {
+    ++closes;
+    std::erase(open_now, base);
+  }
+};
+
+IpcHandle handle(uint8_t tag) {
+  IpcHandle h;
+  h.bytes[0] = tag;
+  h.bytes[63] = static_cast<uint8_t>(tag * 7);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("LRU map: bounded, forgets the least recently used, finds ranges by floor") {
+  LruMap<int, std::string> m(3);
+  std::vector<int> dropped;
+  auto drop = [&](int k, std::string&) { dropped.push_back(k); };
+  m.put(10, "a", drop);
+  m.put(20, "b", drop);
+  m.put(30, "c", drop);
+  REQUIRE(m.find(10) != nullptr);  // 10 is now the most recently used
+  m.put(40, "d", drop);            // full: drops 20, the least recently used
+  CHECK(dropped == std::vector<int>{20});
+  CHECK(m.find(20) == nullptr);
+  CHECK(m.size() == 3);
+  int key = 0;
+  REQUIRE(m.floor(35, &key) != nullptr);
+  CHECK(key == 30);
+  CHECK(*m.floor(40, &key) == "d");
+  CHECK(m.floor(5, &key) == nullptr);
+  m.put(30, "C", drop);  // replacing drops the old value first
+  CHECK(dropped == std::vector<int>{20, 30});
+  CHECK(*m.find(30) == "C");
+  m.erase(99, drop);  // absent: nothing happens
+  m.clear(drop);
+  CHECK(m.size() == 0);
+  CHECK(dropped.size() == 5);
+}
+
+TEST_CASE("pointer cache: one driver description per allocation, hits validated by id") {
+  FakeDriver drv;
+  drv.alloc(0x100000, 0x10000);
+  PointerCache cache(&drv);
+  bool straddles = false;
+  for (int i = 0; i < 100; ++i) {
+    const MemRange r = cache.classify(at(0x100000 + 64 * i), 64, &straddles);
+    REQUIRE(r.kind == MemKind::kDevice);
+    REQUIRE_FALSE(straddles);
+    CHECK(r.base == 0x100000);
+  }
+  CHECK(drv.describes == 1);
+  CHECK(cache.stats().misses == 1);
+  CHECK(cache.stats().hits == 99);
+  CHECK(drv.id_queries == 99);  // every hit is checked against the allocation there now
+
+  SECTION("freed and allocated again at the same address: not the old allocation") {
+    drv.allocs.clear();
+    drv.alloc(0x100000, 0x20000, MemKind::kManaged, 1);
+    const MemRange r = cache.classify(at(0x118000), 16, &straddles);
+    CHECK(r.kind == MemKind::kManaged);
+    CHECK(r.device == 1);
+    CHECK(cache.stats().stale == 0);  // 0x118000 is past the old range: a plain miss
+    drv.allocs.clear();
+    drv.alloc(0x100000, 0x10000);  // device again, new id, same start and size
+    const MemRange again = cache.classify(at(0x100000), 16, &straddles);
+    CHECK(again.kind == MemKind::kDevice);
+    CHECK(again.buffer_id == drv.allocs[0x100000].buffer_id);
+    CHECK(cache.stats().stale == 1);
+  }
+  SECTION("freed and the address is host memory now") {
+    drv.allocs.clear();
+    CHECK(cache.classify(at(0x100000), 16, &straddles).kind == MemKind::kHost);
+    CHECK_FALSE(straddles);
+    CHECK(cache.stats().stale == 1);
+  }
+  SECTION("host memory is not cached: the driver is asked each time") {
+    const int before = drv.describes;
+    CHECK(cache.classify(at(0x900000), 16, &straddles).kind == MemKind::kHost);
+    CHECK(cache.classify(at(0x900000), 16, &straddles).kind == MemKind::kHost);
+    CHECK(drv.describes == before + 4);  // the first and the last byte, twice
+    CHECK(cache.size() == 1);
+  }
+  SECTION("a range that runs past its allocation, or into one, straddles") {
+    cache.classify(at(0x10fff0), 32, &straddles);
+    CHECK(straddles);
+    cache.classify(at(0x0ffff0), 32, &straddles);
+    CHECK(straddles);
+    cache.classify(at(0x10fff0), 16, &straddles);
+    CHECK_FALSE(straddles);
+  }
+}
+
+TEST_CASE("pointer cache: without a driver everything is host, and the cache is bounded") {
+  bool straddles = true;
+  PointerCache none(nullptr);
+  CHECK(none.classify(at(0x1234), 8, &straddles).kind == MemKind::kHost);
+  CHECK_FALSE(straddles);
+  CHECK(none.stats().misses == 0);
+
+  FakeDriver drv;
+  for (uintptr_t i = 0; i < 10; ++i) drv.alloc(0x1000000 * (i + 1), 0x1000);
+  PointerCache small(&drv, 4);
+  for (uintptr_t i = 0; i < 10; ++i) small.classify(at(0x1000000 * (i + 1)), 8, &straddles);
+  CHECK(small.size() == 4);
+  small.classify(at(0x1000000 * 10), 8, &straddles);  // still cached
+  CHECK(small.stats().hits == 1);
+  small.classify(at(0x1000000), 8, &straddles);  // evicted long ago
+  CHECK(small.stats().misses == 11);
+}
+
+TEST_CASE("IPC cache: opens once per peer buffer, reopens stale handles, closes what it drops") {
+  FakeOpener op;
+  {
+    IpcCache cache(&op, 3);
+    void* a = nullptr;
+    void* b = nullptr;
+    for (int i = 0; i < 50; ++i) {
+      REQUIRE(cache.map(1, handle(1), 100, &a).ok());
+      REQUIRE(cache.map(2, handle(1), 200, &b).ok());  // same handle bytes, other peer
+    }
+    CHECK(op.opens == 2);
+    CHECK(cache.stats().hits == 98);
+    CHECK(a != b);
+
+    // The peer freed its buffer and exported a new one that came with the same handle bytes.
+    void* a2 = nullptr;
+    REQUIRE(cache.map(1, handle(1), 101, &a2).ok());
+    CHECK(op.opens == 3);
+    CHECK(op.closes == 1);
+    CHECK(a2 != a);
+
+    // Bounded: a fourth mapping closes the least recently used one.
+    void* x = nullptr;
+    REQUIRE(cache.map(3, handle(7), 300, &x).ok());
+    REQUIRE(cache.map(3, handle(8), 301, &x).ok());
+    CHECK(cache.size() == 3);
+    CHECK(op.closes == 2);
+
+    // A failed open leaves nothing behind.
+    op.fail = true;
+    CHECK(cache.map(4, handle(9), 400, &x).code() == COLLX_ERR_TRANSPORT);
+    CHECK(cache.size() == 3);
+    op.fail = false;
+  }
+  CHECK(op.open_now.empty());  // destruction closed the rest
+  CHECK(op.opens == op.closes);
+}
+
+TEST_CASE("a call's buffers: same kind of memory, device memory refused with a reason") {
+  FakeDriver drv;
+  drv.alloc(0x7000000, 0x100000, MemKind::kDevice, 3);
+  drv.alloc(0x9000000, 0x100000, MemKind::kManaged, 0);
+  test::run_ranks(1, {test::config_for("auto")}, [&](int, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    c.set_memory_query(&drv);
+    std::vector<float> host(16);
+    CHECK(c.check_memory(host.data(), host.data(), 64, "f").ok());
+    CHECK(c.check_memory(at(0x9000000), at(0x9000100), 64, "f").ok());  // managed: host-reachable
+
+    Status dev = c.check_memory(at(0x7000000), at(0x7000100), 64, "collx_allreduce");
+    CHECK(dev.code() == COLLX_ERR_UNSUPPORTED);
+    CHECK(dev.message().find("device 3") != std::string::npos);
+
+    Status mixed = c.check_memory(host.data(), at(0x7000000), 64, "collx_allreduce");
+    CHECK(mixed.code() == COLLX_ERR_INVALID_ARG);
+    CHECK(mixed.message().find("host memory and recvbuf CUDA device memory") != std::string::npos);
+
+    Status past = c.check_memory(at(0x70ffff0), at(0x70ffff0), 64, "collx_allreduce");
+    CHECK(past.code() == COLLX_ERR_INVALID_ARG);
+    CHECK(past.message().find("sendbuf") != std::string::npos);
+
+    CHECK(c.pointers().stats().hits > 0);
+  });
+}
+
+TEST_CASE("the CUDA driver is optional: without one, the query says why and is null") {
+  std::string why;
+  MemoryQuery* q = cuda_memory_query(&why);
+  CHECK_FALSE(why.empty());
+  if (q == nullptr) {
+    CHECK(why.find("CUDA") != std::string::npos);
+  } else {
+    std::vector<char> host(64);  // a GPU machine: host memory is still host memory
+    MemRange r;
+    CHECK_FALSE(q->describe(host.data(), &r));
+  }
+}
