@@ -103,11 +103,10 @@ Status parse_tune(std::string_view s, Selection* out) {
 }
 
 Selection default_selection(int comm_size, Locality where) {
-  // Within a node (docs/PERFORMANCE.md, 2 ranks): the shared-memory one-shot is the latency
-  // path up to 16K; above, the two-shot, which copies only the (p-1)/p of each chunk that
-  // other ranks reduce, beat every point-to-point algorithm and shm_cma (cross-memory attach
-  // moves ~6 GB/s here, half of memcpy) from 256K to 16M by 1.5-3x, and matched recursive
-  // doubling from 16K to 128K. With 4 ranks on the 2 cores it also beat the ring at 1-16M.
+  // Within a node (docs/PERFORMANCE.md, 2 ranks, every algorithm forced): the shared-memory
+  // one-shot is the latency path below 16K; from 16K the two-shot, whose copies through the
+  // segment are streamed to memory (no cross-core cache probes), beat every point-to-point
+  // algorithm and shm_cma at every size up to 16M.
   Selection sel;
   if (where.one_node) {
     sel.ranges = {{0, kShmOneShotMax, Algo::kShmOneShot}, {kShmOneShotMax, kInf, Algo::kShmTwoShot}};
