@@ -131,7 +131,9 @@ COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
 COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
 COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
 
-/* Blocking allreduce: returns when recvbuf holds the result on this rank. */
+/* Blocking allreduce: returns when recvbuf holds the result on this rank. Both buffers are
+ * host memory or CUDA managed memory, of the same kind (COLLX_ERR_INVALID_ARG otherwise);
+ * CUDA device memory is COLLX_ERR_UNSUPPORTED in this version. */
 COLLX_API collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                          collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
 
