@@ -1,12 +1,34 @@
 // float16 and bfloat16 <-> float, round-to-nearest-even. NaNs come out quiet with their sign
 // and top payload bits, exactly as x86's F16C instructions do, so the scalar and the F16C
-// kernels give identical bits.
+// kernels give identical bits. Host and device code (the CUDA kernels use the same functions,
+// so host and GPU reductions give the same bits).
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define COLLX_HD __host__ __device__
+#else
+#define COLLX_HD
+#endif
+
 namespace collx {
+
+COLLX_HD inline uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<uint32_t>(f);
+#endif
+}
+COLLX_HD inline float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
 
 struct Float16 {
   uint16_t bits;
@@ -15,7 +37,7 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-inline float to_float(Float16 h) {
+COLLX_HD inline float to_float(Float16 h) {
   // F. Giesen's magic-number conversion: exact for normals, subnormals, inf and NaN.
   uint32_t u = static_cast<uint32_t>(h.bits & 0x7fffu) << 13;
   const uint32_t exp = u & (0x7c00u << 13);
@@ -25,14 +47,14 @@ inline float to_float(Float16 h) {
     if (u & 0x7fffffu) u |= 0x400000u;
   } else if (exp == 0) {
     u += 1u << 23;  // zero / subnormal: renormalise through a float subtraction
-    u = std::bit_cast<uint32_t>(std::bit_cast<float>(u) - std::bit_cast<float>(113u << 23));
+    u = float_bits(bits_float(u) - bits_float(113u << 23));
   }
   u |= static_cast<uint32_t>(h.bits & 0x8000u) << 16;
-  return std::bit_cast<float>(u);
+  return bits_float(u);
 }
 
-inline Float16 to_float16(float value) {
-  uint32_t f = std::bit_cast<uint32_t>(value);
+COLLX_HD inline Float16 to_float16(float value) {
+  uint32_t f = float_bits(value);
   const uint32_t sign = f & 0x80000000u;
   f ^= sign;
   uint32_t o;
@@ -42,7 +64,7 @@ inline Float16 to_float16(float value) {
   } else if (f < (113u << 23)) {
     // Subnormal or zero: let the FPU round (RNE) by adding a magic number.
     const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-    o = std::bit_cast<uint32_t>(std::bit_cast<float>(f) + std::bit_cast<float>(magic)) - magic;
+    o = float_bits(bits_float(f) + bits_float(magic)) - magic;
   } else {
     const uint32_t mant_odd = (f >> 13) & 1u;
     f += ((15u - 127u) << 23) + 0xfffu + mant_odd;
@@ -51,11 +73,11 @@ inline Float16 to_float16(float value) {
   return Float16{static_cast<uint16_t>(o | (sign >> 16))};
 }
 
-inline float to_float(BFloat16 h) { return std::bit_cast<float>(static_cast<uint32_t>(h.bits) << 16); }
+COLLX_HD inline float to_float(BFloat16 h) { return bits_float(static_cast<uint32_t>(h.bits) << 16); }
 
 // Branch-free so that loops over it vectorise: a NaN is quieted (sign and top payload kept).
-inline BFloat16 to_bfloat16(float value) {
-  const uint32_t f = std::bit_cast<uint32_t>(value);
+COLLX_HD inline BFloat16 to_bfloat16(float value) {
+  const uint32_t f = float_bits(value);
   const uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
   const uint32_t quiet_nan = (f >> 16) | 0x40u;
   return BFloat16{static_cast<uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};

@@ -1,0 +1,156 @@
+// GPU reduction kernels (see reduce.h). A grid-stride loop in which each thread loads 16 bytes
+// of every input, combines them left to right in registers and stores 16 bytes: one pass over
+// the inputs and the output, whatever their number, so the kernel runs at memory bandwidth.
+#include "cuda/reduce.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "reduce/half.h"
+#include "reduce/ops.h"
+
+namespace collx::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;
+
+struct Inputs {
+  const void* p[kMaxInputs];
+  int n;
+};
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T e[V];
+};
+
+template <typename Op, typename T>
+__device__ T combine(T a, T b) {
+  if constexpr (std::is_same_v<T, Float16>) {
+    return to_float16(Op::apply(to_float(a), to_float(b)));
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return to_bfloat16(Op::apply(to_float(a), to_float(b)));
+  } else {
+    return Op::apply(a, b);
+  }
+}
+
+template <typename T, typename Op, int V>
+__global__ void reduce_kernel(T* dst, Inputs in, size_t packs) {
+  using P = Pack<T, V>;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs;
+       i += stride) {
+    P acc = static_cast<const P*>(in.p[0])[i];
+    for (int k = 1; k < in.n; ++k) {
+      const P x = static_cast<const P*>(in.p[k])[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc.e[j] = combine<Op>(acc.e[j], x.e[j]);
+    }
+    reinterpret_cast<P*>(dst)[i] = acc;
+  }
+}
+
+// avg: the sum divided by the rank count, as the CPU's finalize does it.
+template <typename T>
+__global__ void divide_kernel(T* buf, size_t n, int ranks) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if constexpr (std::is_same_v<T, Float16>) {
+      buf[i] = to_float16(to_float(buf[i]) / static_cast<float>(ranks));
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      buf[i] = to_bfloat16(to_float(buf[i]) / static_cast<float>(ranks));
+    } else {
+      buf[i] = buf[i] / static_cast<T>(ranks);
+    }
+  }
+}
+
+unsigned blocks_for(size_t work) {
+  return static_cast<unsigned>(std::min((work + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename T, typename Op>
+int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s) {
+  constexpr int V = 16 / sizeof(T);
+  bool aligned = aligned16(dst);
+  for (int k = 0; k < n; ++k) aligned = aligned && aligned16(in[k]);
+  Inputs ins{};
+  ins.n = n;
+  size_t done = 0;
+  if (aligned && count >= static_cast<size_t>(V)) {
+    const size_t packs = count / V;
+    for (int k = 0; k < n; ++k) ins.p[k] = in[k];
+    reduce_kernel<T, Op, V><<<blocks_for(packs), kThreads, 0, s>>>(static_cast<T*>(dst), ins, packs);
+    done = packs * V;
+  }
+  if (done < count) {
+    for (int k = 0; k < n; ++k) ins.p[k] = static_cast<const T*>(in[k]) + done;
+    reduce_kernel<T, Op, 1>
+        <<<blocks_for(count - done), kThreads, 0, s>>>(static_cast<T*>(dst) + done, ins, count - done);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <typename T>
+int dispatch(void* dst, const void* const* in, int n, size_t count, collx_op_t op, int ranks,
+             cudaStream_t s) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  switch (op) {
+    case COLLX_SUM: return launch<T, Sum>(dst, in, n, count, s);
+    case COLLX_PROD: return launch<T, Prod>(dst, in, n, count, s);
+    case COLLX_MIN: return launch<T, Min>(dst, in, n, count, s);
+    case COLLX_MAX: return launch<T, Max>(dst, in, n, count, s);
+    case COLLX_AVG:
+      if constexpr (!kInt) {
+        if (const int err = launch<T, Sum>(dst, in, n, count, s); err != 0) return err;
+        divide_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(static_cast<T*>(dst), count, ranks);
+        return static_cast<int>(cudaGetLastError());
+      }
+      break;
+    case COLLX_BAND:
+      if constexpr (kInt) return launch<T, Band>(dst, in, n, count, s);
+      break;
+    case COLLX_BOR:
+      if constexpr (kInt) return launch<T, Bor>(dst, in, n, count, s);
+      break;
+    case COLLX_BXOR:
+      if constexpr (kInt) return launch<T, Bxor>(dst, in, n, count, s);
+      break;
+    default: break;
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+}  // namespace
+
+int reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
+           collx_op_t op, int ranks, void* stream) {
+  if (n < 1 || n > kMaxInputs || ranks < 1) return static_cast<int>(cudaErrorInvalidValue);
+  if (count == 0) return static_cast<int>(cudaSuccess);
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case COLLX_INT8: return dispatch<int8_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_UINT8: return dispatch<uint8_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_INT16: return dispatch<int16_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_UINT16: return dispatch<uint16_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_INT32: return dispatch<int32_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_UINT32: return dispatch<uint32_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_INT64: return dispatch<int64_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_UINT64: return dispatch<uint64_t>(dst, in, n, count, op, ranks, s);
+    case COLLX_FLOAT16: return dispatch<Float16>(dst, in, n, count, op, ranks, s);
+    case COLLX_BFLOAT16: return dispatch<BFloat16>(dst, in, n, count, op, ranks, s);
+    case COLLX_FLOAT32: return dispatch<float>(dst, in, n, count, op, ranks, s);
+    case COLLX_FLOAT64: return dispatch<double>(dst, in, n, count, op, ranks, s);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+}  // namespace collx::cuda

@@ -1,0 +1,128 @@
+// GPU reduction kernels against the CPU kernels, bitwise: every dtype x op, 1/2/3/8 inputs,
+// counts from 0 to 2^20+3, 16-byte-aligned and unaligned buffers, in place and not, fresh
+// random inputs, the output poisoned first and the bytes past its end checked untouched.
+// NaN and infinity are checked for min and max (selections, so payloads survive); sum and
+// prod of NaN give the GPU's canonical NaN, not x86's, and are not compared bitwise.
+// Exit code 77 (a skip, for meson) where no CUDA device is present.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/cuda_ok.h"
+#include "cuda/reduce.h"
+#include "reduce/half.h"
+#include "reduce/reduce.h"
+
+namespace {
+
+int failures = 0, checks = 0;
+
+// Random values whose sums and products of up to 8 stay finite in every dtype.
+void fill(collx_dtype_t dt, void* buf, size_t count, std::mt19937_64& rng, bool specials) {
+  const size_t es = collx_dtype_size(dt);
+  auto* b = static_cast<uint8_t*>(buf);
+  std::uniform_real_distribution<float> small(-2.0f, 2.0f);
+  const float special[] = {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 0.0f};
+  for (size_t i = 0; i < count; ++i) {
+    float f = small(rng);
+    if (specials && rng() % 4 == 0) f = special[rng() % 6];
+    switch (dt) {
+      case COLLX_FLOAT16: { const auto h = collx::to_float16(f); std::memcpy(b + i * es, &h, es); break; }
+      case COLLX_BFLOAT16: { const auto h = collx::to_bfloat16(f); std::memcpy(b + i * es, &h, es); break; }
+      case COLLX_FLOAT32: std::memcpy(b + i * es, &f, es); break;
+      case COLLX_FLOAT64: { const double d = f; std::memcpy(b + i * es, &d, es); break; }
+      default: { const uint64_t r = rng(); std::memcpy(b + i * es, &r, es); break; }  // wraparound
+    }
+  }
+}
+
+void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n, size_t count,
+              size_t offset, bool in_place, bool specials, std::mt19937_64& rng) {
+  const size_t es = red.elem_size, bytes = count * es, guard = 64;
+  std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(bytes + 1));
+  for (auto& v : in) fill(dt, v.data(), count, rng, specials);
+  // The CPU reference, left to right as the GPU does it.
+  std::vector<uint8_t> want = in.front();
+  for (int k = 1; k < n; ++k) red(want.data(), want.data(), in[k].data(), count);
+  if (red.finalize != nullptr) red.finalize(want.data(), count, n);
+
+  std::vector<uint8_t*> dev(n);
+  const void* dev_in[collx::cuda::kMaxInputs];
+  for (int k = 0; k < n; ++k) {
+    CUDA_OK(cudaMalloc(&dev[k], bytes + offset + guard));
+    CUDA_OK(cudaMemcpy(dev[k] + offset, in[k].data(), bytes, cudaMemcpyHostToDevice));
+    dev_in[k] = dev[k] + offset;
+  }
+  uint8_t* out = nullptr;
+  CUDA_OK(cudaMalloc(&out, bytes + offset + guard));
+  CUDA_OK(cudaMemset(out, 0xa5, bytes + offset + guard));  // poison, and the guard after it
+  if (in_place) CUDA_OK(cudaMemcpy(out + offset, in[0].data(), bytes, cudaMemcpyHostToDevice));
+  if (in_place) dev_in[0] = out + offset;
+  const int err = collx::cuda::reduce(out + offset, dev_in, n, count, dt, op, n, nullptr);
+  CUDA_OK(static_cast<cudaError_t>(err));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint8_t> got(bytes + guard);
+  CUDA_OK(cudaMemcpy(got.data(), out + offset, bytes + guard, cudaMemcpyDeviceToHost));
+  ++checks;
+  bool ok = std::memcmp(got.data(), want.data(), bytes) == 0;
+  for (size_t i = bytes; i < bytes + guard; ++i) ok = ok && got[i] == 0xa5;
+  if (!ok) {
+    ++failures;
+    if (failures <= 20) {
+      std::fprintf(stderr, "FAIL %s %s: %d inputs, count %zu, offset %zu, %s%s\n",
+                   collx_dtype_name(dt), collx_op_name(op), n, count, offset,
+                   in_place ? "in place" : "out of place", specials ? ", NaN/inf" : "");
+    }
+  }
+  for (auto* p : dev) CUDA_OK(cudaFree(p));
+  CUDA_OK(cudaFree(out));
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device here; the GPU kernels were compiled, not run\n");
+    return 77;
+  }
+  std::mt19937_64 rng(12345);
+  const size_t counts[] = {0, 1, 7, 1000, (size_t{1} << 20) + 3};
+  for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
+    for (int o = 0; o < COLLX_OP_COUNT; ++o) {
+      const auto dt = static_cast<collx_dtype_t>(d);
+      const auto op = static_cast<collx_op_t>(o);
+      collx::Reducer red;
+      if (!collx::make_reducer(dt, op, &red).ok()) {
+        // A pair with no meaning is refused on the GPU too.
+        const void* in[1] = {nullptr};
+        ++checks;
+        if (collx::cuda::reduce(nullptr, in, 1, 1, dt, op, 1, nullptr) != cudaErrorInvalidValue) {
+          ++failures;
+          std::fprintf(stderr, "FAIL %s %s accepted\n", collx_dtype_name(dt), collx_op_name(op));
+        }
+        continue;
+      }
+      const bool floating = dt == COLLX_FLOAT16 || dt == COLLX_BFLOAT16 ||
+                            dt == COLLX_FLOAT32 || dt == COLLX_FLOAT64;
+      for (int n : {1, 2, 3, 8}) {
+        for (size_t count : counts) {
+          for (size_t offset : {size_t{0}, red.elem_size}) {
+            for (bool in_place : {false, true}) {
+              run_case(dt, op, red, n, count, offset, in_place, false, rng);
+            }
+          }
+        }
+        if (floating && (op == COLLX_MIN || op == COLLX_MAX)) {
+          run_case(dt, op, red, n, 1000, 0, false, true, rng);
+        }
+      }
+    }
+  }
+  std::printf("%d of %d GPU kernel checks failed\n", failures, checks);
+  return failures == 0 ? 0 : 1;
+}
