@@ -37,7 +37,7 @@ struct alignas(64) ShmBuffers {
 struct ShmRankFlags {
   ShmFlag ready;    // its input for the epoch is in its slot (shm_cma: its buffers are named)
   ShmFlag reduced;  // its slice of the epoch's result is in the result area
-  ShmFlag done;     // it has finished reading everything of the epoch
+  ShmFlag done;     // shm_cma: it has copied its result out (its buffers are free again)
   ShmBuffers buffers;
 };
 
