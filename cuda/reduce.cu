@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "reduce/dtype.h"
 #include "reduce/half.h"
 #include "reduce/ops.h"
 
@@ -136,21 +137,11 @@ int reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t 
   if (n < 1 || n > kMaxInputs || ranks < 1) return static_cast<int>(cudaErrorInvalidValue);
   if (count == 0) return static_cast<int>(cudaSuccess);
   auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case COLLX_INT8: return dispatch<int8_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_UINT8: return dispatch<uint8_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_INT16: return dispatch<int16_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_UINT16: return dispatch<uint16_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_INT32: return dispatch<int32_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_UINT32: return dispatch<uint32_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_INT64: return dispatch<int64_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_UINT64: return dispatch<uint64_t>(dst, in, n, count, op, ranks, s);
-    case COLLX_FLOAT16: return dispatch<Float16>(dst, in, n, count, op, ranks, s);
-    case COLLX_BFLOAT16: return dispatch<BFloat16>(dst, in, n, count, op, ranks, s);
-    case COLLX_FLOAT32: return dispatch<float>(dst, in, n, count, op, ranks, s);
-    case COLLX_FLOAT64: return dispatch<double>(dst, in, n, count, op, ranks, s);
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
+  int result = static_cast<int>(cudaErrorInvalidValue);
+  with_dtype(dtype, [&](auto tag) {
+    result = dispatch<decltype(tag)>(dst, in, n, count, op, ranks, s);
+  });
+  return result;
 }
 
 }  // namespace collx::cuda

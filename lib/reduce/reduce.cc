@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "reduce/dtype.h"
 #include "reduce/half.h"
 #include "reduce/ops.h"
 
@@ -182,20 +183,8 @@ Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out) {
     return error(COLLX_ERR_INVALID_ARG, "invalid op %d", static_cast<int>(op));
   }
   Reducer r;
-  switch (dtype) {
-    case COLLX_INT8: r = make<int8_t>(op); break;
-    case COLLX_UINT8: r = make<uint8_t>(op); break;
-    case COLLX_INT16: r = make<int16_t>(op); break;
-    case COLLX_UINT16: r = make<uint16_t>(op); break;
-    case COLLX_INT32: r = make<int32_t>(op); break;
-    case COLLX_UINT32: r = make<uint32_t>(op); break;
-    case COLLX_INT64: r = make<int64_t>(op); break;
-    case COLLX_UINT64: r = make<uint64_t>(op); break;
-    case COLLX_FLOAT16: r = make<Float16>(op); break;
-    case COLLX_BFLOAT16: r = make<BFloat16>(op); break;
-    case COLLX_FLOAT32: r = make<float>(op); break;
-    case COLLX_FLOAT64: r = make<double>(op); break;
-    default: return error(COLLX_ERR_INVALID_ARG, "invalid dtype %d", static_cast<int>(dtype));
+  if (!with_dtype(dtype, [&](auto tag) { r = make<decltype(tag)>(op); })) {
+    return error(COLLX_ERR_INVALID_ARG, "invalid dtype %d", static_cast<int>(dtype));
   }
   if (r.reduce == nullptr) {
     return error(COLLX_ERR_UNSUPPORTED, "op %s is not defined for dtype %s", collx_op_name(op),

@@ -10,28 +10,10 @@
 #include <vector>
 
 #include "collx/collx.h"
+#include "reduce/dtype.h"
 #include "reduce/half.h"
 
 namespace collx::test {
-
-template <typename F>
-void with_dtype(collx_dtype_t d, F&& f) {
-  switch (d) {
-    case COLLX_INT8: f(int8_t{}); break;
-    case COLLX_UINT8: f(uint8_t{}); break;
-    case COLLX_INT16: f(int16_t{}); break;
-    case COLLX_UINT16: f(uint16_t{}); break;
-    case COLLX_INT32: f(int32_t{}); break;
-    case COLLX_UINT32: f(uint32_t{}); break;
-    case COLLX_INT64: f(int64_t{}); break;
-    case COLLX_UINT64: f(uint64_t{}); break;
-    case COLLX_FLOAT16: f(Float16{}); break;
-    case COLLX_BFLOAT16: f(BFloat16{}); break;
-    case COLLX_FLOAT32: f(float{}); break;
-    case COLLX_FLOAT64: f(double{}); break;
-    default: break;
-  }
-}
 
 template <typename T>
 constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
