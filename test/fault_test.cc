@@ -31,60 +31,16 @@
 #include <vector>
 
 #include "collx/collx.h"
+#include "common/board.h"
+
+using namespace collx::test;
 
 namespace {
 
-constexpr int kMaxRanks = 8;
-constexpr size_t kSlot = 4096;
 constexpr double kTimeout = 2.0;       // COLLX_TIMEOUT of the scenario
 constexpr int kFaultAt = 5;            // collective #K
 constexpr int kSmallCount = 1000;      // int32 elements before the fault (and in "before" mode)
 constexpr int kLargeCount = 4 << 20;   // int32 elements in "mid" mode (16 MiB)
-
-double now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // system-wide: comparable across the forked ranks
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// An allgather among a fixed group of forked processes, in a MAP_SHARED page set up before the
-// fork: two slot arrays used alternately and a monotonic arrival counter, with a deadline.
-struct Board {
-  std::atomic<uint64_t> arrivals;
-  char slots[2][kMaxRanks][kSlot];
-};
-
-struct Group {
-  Board* board;
-  int rank;
-  int size;
-  uint64_t calls = 0;
-};
-
-int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
-  auto* g = static_cast<Group*>(ctx);
-  if (bytes > kSlot) return 1;
-  char(*slots)[kSlot] = g->board->slots[g->calls % 2];
-  std::memcpy(slots[g->rank], send, bytes);
-  const uint64_t target = (g->calls + 1) * static_cast<uint64_t>(g->size);
-  g->board->arrivals.fetch_add(1, std::memory_order_acq_rel);
-  const double deadline = now() + 30;
-  while (g->board->arrivals.load(std::memory_order_acquire) < target) {
-    if (now() > deadline) return 2;
-    sched_yield();
-  }
-  for (int i = 0; i < g->size; ++i) {
-    std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(i) * bytes, slots[i], bytes);
-  }
-  ++g->calls;
-  return 0;
-}
-
-int board_barrier(Group& g) {
-  const char mine = 0;
-  char all[kMaxRanks];
-  return board_allgather(&mine, all, 1, &g);
-}
 
 // What each rank reports to the parent.
 struct Outcome {

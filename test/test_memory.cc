@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fake_driver.h"
 #include "common/inproc.h"
 #include "memory/cuda_driver.h"
 #include "memory/ipc_cache.h"
@@ -16,37 +17,9 @@
 #include "memory/pointer_cache.h"
 
 using namespace collx;
+using collx::test::FakeDriver;
 
 namespace {
-
-// A driver that knows the allocations in `allocs` (by start address), counting its calls.
-struct FakeDriver : MemoryQuery {
-  std::map<uintptr_t, MemRange> allocs;
-  uint64_t next_id = 1;
-  int describes = 0, id_queries = 0;
-
-  void alloc(uintptr_t base, size_t size, MemKind kind = MemKind::kDevice, int device = 0) {
-    allocs[base] = MemRange{kind, base, size, device, next_id++};
-  }
-  const MemRange* find(const void* p) const {
-    const auto a = reinterpret_cast<uintptr_t>(p);
-    auto it = allocs.upper_bound(a);
-    if (it == allocs.begin()) return nullptr;
-    --it;
-    return a < it->first + it->second.size ? &it->second : nullptr;
-  }
-  bool describe(const void* p, MemRange* out) override {
-    ++describes;
-    const MemRange* r = find(p);
-    if (r != nullptr) *out = *r;
-    return r != nullptr;
-  }
-  uint64_t buffer_id(const void* p) override {
-    ++id_queries;
-    const MemRange* r = find(p);
-    return r != nullptr ? r->buffer_id : 0;
-  }
-};
 
 const void* at(uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
@@ -211,26 +184,35 @@ TEST_CASE("IPC cache: opens once per peer buffer, reopens stale handles, closes 
   CHECK(op.opens == op.closes);
 }
 
-TEST_CASE("a call's buffers: same kind of memory, device memory refused with a reason") {
+TEST_CASE("a call's buffers: same kind of memory, one device, inside one allocation") {
   FakeDriver drv;
   drv.alloc(0x7000000, 0x100000, MemKind::kDevice, 3);
+  drv.alloc(0x8000000, 0x100000, MemKind::kDevice, 4);
   drv.alloc(0x9000000, 0x100000, MemKind::kManaged, 0);
   test::run_ranks(1, {test::config_for("auto")}, [&](int, std::vector<Comm*>& comms) {
     Comm& c = *comms[0];
     c.set_memory_query(&drv);
     std::vector<float> host(16);
-    CHECK(c.check_memory(host.data(), host.data(), 64, "f").ok());
-    CHECK(c.check_memory(at(0x9000000), at(0x9000100), 64, "f").ok());  // managed: host-reachable
+    AllreduceOp op;
+    CHECK(c.check_memory(host.data(), host.data(), 64, "f", &op).ok());
+    CHECK(op.mem == MemKind::kHost);
+    // Managed memory is host-reachable: the host path.
+    CHECK(c.check_memory(at(0x9000000), at(0x9000100), 64, "f", &op).ok());
+    CHECK(op.mem == MemKind::kHost);
 
-    Status dev = c.check_memory(at(0x7000000), at(0x7000100), 64, "collx_allreduce");
-    CHECK(dev.code() == COLLX_ERR_UNSUPPORTED);
-    CHECK(dev.message().find("device 3") != std::string::npos);
+    CHECK(c.check_memory(at(0x7000000), at(0x7000100), 64, "collx_allreduce", &op).ok());
+    CHECK(op.mem == MemKind::kDevice);
+    CHECK(op.device == 3);
 
-    Status mixed = c.check_memory(host.data(), at(0x7000000), 64, "collx_allreduce");
+    Status two = c.check_memory(at(0x7000000), at(0x8000000), 64, "collx_allreduce", &op);
+    CHECK(two.code() == COLLX_ERR_INVALID_ARG);
+    CHECK(two.message().find("device 3 and recvbuf of device 4") != std::string::npos);
+
+    Status mixed = c.check_memory(host.data(), at(0x7000000), 64, "collx_allreduce", &op);
     CHECK(mixed.code() == COLLX_ERR_INVALID_ARG);
     CHECK(mixed.message().find("host memory and recvbuf CUDA device memory") != std::string::npos);
 
-    Status past = c.check_memory(at(0x70ffff0), at(0x70ffff0), 64, "collx_allreduce");
+    Status past = c.check_memory(at(0x70ffff0), at(0x70ffff0), 64, "collx_allreduce", &op);
     CHECK(past.code() == COLLX_ERR_INVALID_ARG);
     CHECK(past.message().find("sendbuf") != std::string::npos);
 

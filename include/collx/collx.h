@@ -73,7 +73,10 @@ typedef enum {
   COLLX_BFLOAT16,
   COLLX_FLOAT32,
   COLLX_FLOAT64,
-  COLLX_DTYPE_COUNT
+  COLLX_DTYPE_COUNT,
+  /* Not a dtype: makes every int a valid value of the type in C++, so that a bad value from a
+   * C caller is an error the library reports, not undefined behaviour. */
+  COLLX_DTYPE_INT_RANGE_ = -0x7fffffff - 1
 } collx_dtype_t;
 
 /* sum/prod wrap around for integers. min/max propagate NaN (unlike IEEE fmin/fmax): if any
@@ -88,7 +91,8 @@ typedef enum {
   COLLX_BAND,
   COLLX_BOR,
   COLLX_BXOR,
-  COLLX_OP_COUNT
+  COLLX_OP_COUNT,
+  COLLX_OP_INT_RANGE_ = -0x7fffffff - 1 /* not an op; see COLLX_DTYPE_INT_RANGE_ */
 } collx_op_t;
 
 /* Pass as sendbuf for an in-place allreduce (sendbuf == recvbuf is in-place too). */
@@ -132,13 +136,27 @@ COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
 COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
 
 /* Blocking allreduce: returns when recvbuf holds the result on this rank. Both buffers are
- * host memory or CUDA managed memory, of the same kind (COLLX_ERR_INVALID_ARG otherwise);
- * CUDA device memory is COLLX_ERR_UNSUPPORTED in this version. */
+ * host memory, CUDA managed memory or CUDA device memory (of one device), of the same kind
+ * (COLLX_ERR_INVALID_ARG otherwise). Device buffers are reduced through pinned host memory,
+ * in chunks of COLLX_STAGING_CHUNK; their copies wait for work on the legacy default stream,
+ * as a CUDA-aware MPI's do. A device buffer without a usable CUDA driver is
+ * COLLX_ERR_UNSUPPORTED. */
 COLLX_API collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                          collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
 
+/* As collx_allreduce, for frameworks that queue work on CUDA streams: the allreduce starts
+ * after the work queued on `stream` before the call (a cudaStream_t; NULL: the legacy default
+ * stream) and the call returns when recvbuf holds the result, so work queued on `stream`
+ * afterwards sees it. For host buffers it synchronises `stream` first; without a CUDA driver
+ * only a NULL stream is accepted (nothing can be queued). */
+struct CUstream_st;
+COLLX_API collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvbuf, size_t count,
+                                                collx_dtype_t dtype, collx_op_t op,
+                                                collx_comm_t comm, struct CUstream_st* stream);
+
 /* Non-blocking allreduce: operations on one communicator run in order of posting, on a
- * thread of the communicator. Buffers must stay untouched until the request completes. */
+ * thread of the communicator. Buffers must stay untouched until the request completes.
+ * Device buffers are staged as in collx_allreduce, on the communicator's thread. */
 COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                           collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,
                                           collx_request_t* request);

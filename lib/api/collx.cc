@@ -113,8 +113,8 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
                  "use COLLX_IN_PLACE for in-place",
                  fn, s > r ? s - r : r - s, bytes);
   }
-  if (count > 0) COLLX_TRY(comm->get()->check_memory(send, recvbuf, bytes, fn));
   *out = collx::AllreduceOp{send, recvbuf, count, red, dtype, op};
+  if (count > 0) COLLX_TRY(comm->get()->check_memory(send, recvbuf, bytes, fn, out));
   return Status();
 }
 
@@ -216,6 +216,19 @@ collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
   Claim c;
   collx::AllreduceOp a;
   Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce", &c, &a);
+  if (st.ok()) st = c.get()->allreduce(a);
+  return report(st);
+}
+
+collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvbuf, size_t count,
+                                      collx_dtype_t dtype, collx_op_t op, collx_comm_t handle,
+                                      struct CUstream_st* stream) {
+  Claim c;
+  collx::AllreduceOp a;
+  Status st =
+      validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce_stream", &c, &a);
+  a.on_stream = true;
+  a.stream = stream;
   if (st.ok()) st = c.get()->allreduce(a);
   return report(st);
 }

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "core/bootstrap.h"
 #include "core/context.h"
 #include "memory/cuda_driver.h"
+#include "memory/staging.h"
 #include "topo/node.h"
 #include "transport/ucx.h"
 
@@ -39,11 +41,13 @@ Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection
     : transport_(std::move(transport)),
       config_(config),
       selection_(std::move(selection)),
-      pointers_(std::make_unique<PointerCache>(cuda_memory_query())) {
+      pointers_(std::make_unique<PointerCache>(cuda_memory_query())),
+      make_copier_(cuda_copier) {
   if (config.profile) profile_ = std::make_unique<Profile>();
 }
 
-Status Comm::check_memory(const void* send, const void* recv, size_t bytes, const char* fn) {
+Status Comm::check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
+                          AllreduceOp* op) {
   bool send_straddles = false, recv_straddles = false;
   const MemRange s = pointers_->classify(send, bytes, &send_straddles);
   const MemRange r = send == recv ? s : pointers_->classify(recv, bytes, &recv_straddles);
@@ -59,12 +63,15 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
                  "be the same kind of memory",
                  fn, mem_kind_name(s.kind), mem_kind_name(r.kind));
   }
-  if (s.kind == MemKind::kDevice) {
-    return error(COLLX_ERR_UNSUPPORTED,
-                 "%s: the buffers are CUDA device memory (device %d); this version of libcollx "
-                 "reduces host and CUDA managed memory only",
-                 fn, s.device);
+  if (s.kind == MemKind::kDevice && s.device != r.device) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: sendbuf is memory of CUDA device %d and recvbuf of device %d: both "
+                 "buffers of a call must be on one device",
+                 fn, s.device, r.device);
   }
+  // Managed memory is host-accessible: the host algorithms reduce it where it is.
+  op->mem = s.kind == MemKind::kDevice ? MemKind::kDevice : MemKind::kHost;
+  op->device = s.device;
   return Status();
 }
 
@@ -266,7 +273,51 @@ Comm::~Comm() {
   if (context_ != nullptr) context_->live_comms.fetch_sub(1);
 }
 
+uint32_t Comm::seqs_for(const AllreduceOp& op) const {
+  if (op.mem != MemKind::kDevice) return 1;
+  const size_t n = staging_chunks(
+      op.count, staging_chunk_count(config_.staging_chunk, op.red.elem_size));
+  return static_cast<uint32_t>(std::max<size_t>(1, n));
+}
+
 Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
+  if (op.mem == MemKind::kDevice) return execute_staged(op, seq);
+  if (op.on_stream) COLLX_TRY(cuda_stream_synchronize(op.stream));
+  return execute_host(op, seq);
+}
+
+// Device buffers: the host algorithms reduce them chunk by chunk in pinned host memory, each
+// chunk a collective of its own sequence number (seqs_for reserved them).
+Status Comm::execute_staged(const AllreduceOp& op, uint32_t seq) {
+  if (!failed_.ok()) {
+    return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
+                 failed_.message().c_str());
+  }
+  Status st;
+  if (copier_ == nullptr || copier_device_ != op.device) {
+    copier_.reset();
+    st = make_copier_(op.device, &copier_);
+    copier_device_ = st.ok() ? op.device : -1;
+  }
+  if (st.ok() && op.on_stream) st = copier_->after_stream(op.stream);
+  if (st.ok()) {
+    const size_t chunk = staging_chunk_count(config_.staging_chunk, op.red.elem_size);
+    st = staged_allreduce(*copier_, op.send, op.recv, op.count, op.red.elem_size, chunk,
+                          [&](void* host, size_t n, size_t i) {
+                            AllreduceOp c = op;
+                            c.send = host;
+                            c.recv = host;
+                            c.count = n;
+                            c.mem = MemKind::kHost;
+                            return execute_host(c, seq + static_cast<uint32_t>(i));
+                          });
+  }
+  // The peers went on with the chunks this rank did not run: it is out of step with them.
+  if (!st.ok() && failed_.ok()) fail(st);
+  return st;
+}
+
+Status Comm::execute_host(const AllreduceOp& op, uint32_t seq) {
   if (!failed_.ok()) {
     return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
                  failed_.message().c_str());
@@ -383,15 +434,18 @@ void Comm::drain() {
 
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
-  if (profile_) [[unlikely]] return execute_profiled(op, next_seq_++);
-  return execute(op, next_seq_++);
+  const uint32_t seq = next_seq_;
+  next_seq_ += seqs_for(op);
+  if (profile_) [[unlikely]] return execute_profiled(op, seq);
+  return execute(op, seq);
 }
 
 Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
   auto* req = new (std::nothrow) Request();
   if (req == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory posting an iallreduce");
   req->op = op;
-  req->seq = next_seq_++;
+  req->seq = next_seq_;
+  next_seq_ += seqs_for(op);
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!worker_.joinable()) worker_ = std::thread(&Comm::worker_main, this);

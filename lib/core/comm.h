@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "api/status.h"
 #include "core/config.h"
 #include "core/profile.h"
+#include "memory/device_copy.h"
 #include "memory/pointer_cache.h"
 #include "select/select.h"
 #include "transport/shm.h"
@@ -31,6 +33,10 @@ struct AllreduceOp {
   Reducer red;
   collx_dtype_t dtype = COLLX_FLOAT32;  // what the caller asked for (COLLX_CHECK reports it)
   collx_op_t op = COLLX_SUM;
+  MemKind mem = MemKind::kHost;  // kDevice: staged through pinned host memory
+  int device = -1;               // the CUDA device of device buffers
+  bool on_stream = false;        // collx_allreduce_stream: ordered after work on `stream`
+  void* stream = nullptr;
 };
 
 struct Request {
@@ -60,11 +66,16 @@ class Comm {
   void release() { busy_.store(false, std::memory_order_release); }
 
   // Where the buffers of a call live (pointer cache): both must be the same kind of memory,
-  // and one the host algorithms can touch (host or CUDA managed); `fn` names the caller.
-  Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn);
+  // and inside one allocation; `fn` names the caller. Sets op->mem and op->device.
+  Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
+                      AllreduceOp* op);
   // Tests: classify buffers through `q` instead of the CUDA driver.
   void set_memory_query(MemoryQuery* q) { pointers_ = std::make_unique<PointerCache>(q); }
   const PointerCache& pointers() const { return *pointers_; }
+  // Makes the copier that stages device buffers of a device (cuda_copier by default; tests
+  // pass one that stages plain memory).
+  using CopierFactory = std::function<Status(int device, std::unique_ptr<DeviceCopier>*)>;
+  void set_copier_factory(CopierFactory f) { make_copier_ = std::move(f); }
 
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);
@@ -76,7 +87,11 @@ class Comm {
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
+  // Sequence numbers an operation uses: one per staged chunk for device buffers, else one.
+  uint32_t seqs_for(const AllreduceOp& op) const;
   Status execute(const AllreduceOp& op, uint32_t seq);
+  Status execute_host(const AllreduceOp& op, uint32_t seq);
+  Status execute_staged(const AllreduceOp& op, uint32_t seq);
   Status run_barrier();
   void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
@@ -97,6 +112,9 @@ class Comm {
   Selection selection_;
   Scratch scratch_;
   std::unique_ptr<PointerCache> pointers_;
+  CopierFactory make_copier_;
+  std::unique_ptr<DeviceCopier> copier_;  // for device copier_device_ (kept across calls)
+  int copier_device_ = -1;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1

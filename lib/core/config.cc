@@ -47,6 +47,10 @@ const ConfigRow kRows[] = {
      "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
      "segment holds 2(p+1) such chunks; messages of any size stream through it. shm_cma "
      "reads peers' buffers in pieces of this size."},
+    {"COLLX_STAGING_CHUNK", "bytes", "1M",
+     "CUDA device buffers are reduced by the host algorithms through pinned host memory in "
+     "chunks of this size, each chunk's copy to the host overlapping the previous chunk's "
+     "reduction and its copy back the next one's. Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth); at its destruction rank 0 prints the table combined "
@@ -135,6 +139,11 @@ Status load_config(Config* out, char** env) {
       if (!parse_bytes(v, &c.shm_chunk) || c.shm_chunk < 4096 || c.shm_chunk > (1u << 30) ||
           c.shm_chunk % 64 != 0) {
         return bad(row.name, v, "a multiple of 64 bytes between 4K and 1G");
+      }
+    } else if (name == "COLLX_STAGING_CHUNK") {
+      if (!parse_bytes(v, &c.staging_chunk) || c.staging_chunk < 4096 ||
+          c.staging_chunk > (size_t{1} << 30)) {
+        return bad(row.name, v, "a size between 4K and 1G");
       }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");

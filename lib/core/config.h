@@ -33,6 +33,7 @@ struct Config {
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
   size_t shm_chunk = 256 << 10;
+  size_t staging_chunk = 1 << 20;  // device buffers: bytes per staged chunk
   bool profile = false;      // COLLX_PROFILE
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on

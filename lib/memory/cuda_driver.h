@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "api/status.h"
+#include "memory/device_copy.h"
 #include "memory/pointer_cache.h"
 
 namespace collx {
@@ -13,5 +15,12 @@ namespace collx {
 // The process's driver-backed MemoryQuery, or null (with the reason in *why) when there is no
 // usable driver: the library, cuInit or any CUDA device missing. Loaded once; thread-safe.
 MemoryQuery* cuda_memory_query(std::string* why = nullptr);
+
+// A DeviceCopier for CUDA device `device` (host staging), or COLLX_ERR_UNSUPPORTED without a
+// driver, or the driver's error.
+Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out);
+
+// Waits for the work queued on a CUstream / cudaStream_t (null: the legacy default stream).
+Status cuda_stream_synchronize(void* stream);
 
 }  // namespace collx

@@ -1,0 +1,231 @@
+// Device buffers through collx_allreduce over real processes (`cuda_staging_test N` forks N
+// ranks, bootstrapped through a shared-memory allgather: the GPU machine has no MPI):
+// the staged path with cudaMalloc'd buffers across the count x dtype x op x in-place matrix,
+// bitwise against the exact reference and across ranks; collx_allreduce_stream ordered
+// between copies queued on the caller's stream; a buffer freed and allocated again at the
+// same address between calls; collx_iallreduce on device buffers. Ranks share GPUs round
+// robin, so several ranks per GPU is the usual case. Exits 77 (skipped) without a GPU.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collx/collx.h"
+#include "common/board.h"
+#include "common/cuda_ok.h"
+#include "common/pattern.h"
+
+using namespace collx::test;
+
+namespace {
+
+int g_rank = 0, g_passed = 0, g_failed = 0;
+Group* g_group = nullptr;
+
+void expect(bool ok, const std::string& what) {
+  if (ok) {
+    ++g_passed;
+  } else if (++g_failed <= 20) {
+    std::fprintf(stderr, "rank %d: FAILED: %s (%s)\n", g_rank, what.c_str(), collx_last_error());
+  }
+}
+
+uint64_t fnv(const std::vector<uint8_t>& v) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : v) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+bool same_everywhere(uint64_t h) {
+  uint64_t all[kMaxRanks];
+  if (board_allgather(&h, all, sizeof h, g_group) != 0) return false;
+  for (int r = 0; r < g_group->size; ++r) {
+    if (all[r] != h) return false;
+  }
+  return true;
+}
+
+void matrix(collx_comm_t comm, int p) {
+  for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(p) + 1, size_t{1000},
+                       size_t{70000} + 3}) {
+    for (collx_dtype_t d : all_dtypes()) {
+      for (collx_op_t op : all_ops()) {
+        if (!op_valid(d, op)) continue;
+        const size_t bytes = count * collx_dtype_size(d);
+        std::vector<uint8_t> in(bytes), want(bytes), got(bytes + 64);
+        fill_input(d, op, g_rank, count, in.data());
+        fill_expected(d, op, p, count, want.data());
+        for (bool in_place : {false, true}) {
+          uint8_t *send = nullptr, *recv = nullptr;
+          CUDA_OK(cudaMalloc(&send, bytes + 1));
+          CUDA_OK(cudaMalloc(&recv, bytes + 64));
+          CUDA_OK(cudaMemset(recv, 0xab, bytes + 64));
+          CUDA_OK(cudaMemcpy(in_place ? recv : send, in.data(), bytes, cudaMemcpyHostToDevice));
+          const collx_status_t st = collx_allreduce(in_place ? COLLX_IN_PLACE : send, recv,
+                                                    count, d, op, comm);
+          CUDA_OK(cudaMemcpy(got.data(), recv, bytes + 64, cudaMemcpyDeviceToHost));
+          const std::string what = std::string(collx_dtype_name(d)) + " " + collx_op_name(op) +
+                                   " count " + std::to_string(count) +
+                                   (in_place ? " in place" : "");
+          expect(st == COLLX_SUCCESS, what + ": status");
+          expect(std::memcmp(got.data(), want.data(), bytes) == 0, what + ": result");
+          expect(got[bytes] == 0xab && got[bytes + 63] == 0xab, what + ": guard bytes");
+          got.resize(bytes);
+          expect(same_everywhere(fnv(got)), what + ": identical on every rank");
+          got.resize(bytes + 64);
+          CUDA_OK(cudaFree(send));
+          CUDA_OK(cudaFree(recv));
+        }
+      }
+    }
+  }
+}
+
+// The allreduce sits between an upload and a download queued on the caller's stream, with
+// no synchronisation in between: the stream alone orders them.
+void on_stream(collx_comm_t comm, int p) {
+  const size_t count = (4u << 20) + 5;
+  std::vector<float> want(count);
+  float* host = nullptr;
+  CUDA_OK(cudaMallocHost(&host, count * sizeof(float)));
+  fill_input(COLLX_FLOAT32, COLLX_SUM, g_rank, count, host);
+  fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, want.data());
+  float* dev = nullptr;
+  CUDA_OK(cudaMalloc(&dev, count * sizeof(float)));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_OK(cudaMemcpyAsync(dev, host, count * sizeof(float), cudaMemcpyHostToDevice, s));
+  const collx_status_t st =
+      collx_allreduce_stream(COLLX_IN_PLACE, dev, count, COLLX_FLOAT32, COLLX_SUM, comm, s);
+  std::memset(host, 0, count * sizeof(float));
+  CUDA_OK(cudaMemcpyAsync(host, dev, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  expect(st == COLLX_SUCCESS, "collx_allreduce_stream: status");
+  expect(std::memcmp(host, want.data(), count * sizeof(float)) == 0,
+         "collx_allreduce_stream: result");
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFree(dev));
+  CUDA_OK(cudaFreeHost(host));
+}
+
+// Freed and allocated again (the allocator usually hands back the same address): the pointer
+// cache must not take the new allocation for the old one.
+void reallocated(collx_comm_t comm, int p) {
+  const size_t count = 1 << 16;
+  std::vector<int32_t> in(count), want(count), got(count);
+  int same_address = 0;
+  void* last = nullptr;
+  for (int round = 0; round < 4; ++round) {
+    int32_t* buf = nullptr;
+    CUDA_OK(cudaMalloc(&buf, count * sizeof(int32_t)));
+    same_address += buf == last;
+    last = buf;
+    fill_input(COLLX_INT32, COLLX_SUM, g_rank + round, count, in.data());
+    for (size_t i = 0; i < count; ++i) {
+      int64_t acc = 0;
+      for (int r = 0; r < p; ++r) acc += value(COLLX_SUM, true, r + round, i);
+      want[i] = static_cast<int32_t>(acc);
+    }
+    CUDA_OK(cudaMemcpy(buf, in.data(), count * sizeof(int32_t), cudaMemcpyHostToDevice));
+    const collx_status_t st =
+        collx_allreduce(COLLX_IN_PLACE, buf, count, COLLX_INT32, COLLX_SUM, comm);
+    CUDA_OK(cudaMemcpy(got.data(), buf, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    expect(st == COLLX_SUCCESS && got == want, "reallocated buffer, round " + std::to_string(round));
+    CUDA_OK(cudaFree(buf));
+  }
+  if (g_rank == 0) std::printf("reallocation at the same address: %d of 3 rounds\n", same_address);
+}
+
+void nonblocking(collx_comm_t comm, int p) {
+  constexpr int kOps = 8;
+  std::vector<float*> bufs(kOps);
+  std::vector<collx_request_t> reqs(kOps);
+  for (int k = 0; k < kOps; ++k) {
+    const size_t count = 1000u * (k + 1) * (k + 1);
+    std::vector<float> in(count);
+    fill_input(COLLX_FLOAT32, COLLX_SUM, g_rank, count, in.data());
+    CUDA_OK(cudaMalloc(&bufs[k], count * sizeof(float)));
+    CUDA_OK(cudaMemcpy(bufs[k], in.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    expect(collx_iallreduce(COLLX_IN_PLACE, bufs[k], count, COLLX_FLOAT32, COLLX_SUM, comm,
+                            &reqs[k]) == COLLX_SUCCESS,
+           "iallreduce post " + std::to_string(k));
+  }
+  for (int k = kOps - 1; k >= 0; --k) {
+    expect(collx_wait(&reqs[k]) == COLLX_SUCCESS, "iallreduce wait " + std::to_string(k));
+    const size_t count = 1000u * (k + 1) * (k + 1);
+    std::vector<float> want(count), got(count);
+    fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, want.data());
+    CUDA_OK(cudaMemcpy(got.data(), bufs[k], count * sizeof(float), cudaMemcpyDeviceToHost));
+    expect(got == want, "iallreduce result " + std::to_string(k));
+    CUDA_OK(cudaFree(bufs[k]));
+  }
+}
+
+
+// One rank: returns 0 (all passed), 1 (a failure) or 77 (no GPU).
+int run_rank(Board* board, int rank, int p) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return 77;
+  g_rank = rank;
+  Group group{board, rank, p};
+  g_group = &group;
+  CUDA_OK(cudaSetDevice(rank % devices));
+  collx_comm_t comm = nullptr;
+  collx_comm_params_t params{rank, p, board_allgather, &group};
+  if (collx_init() != COLLX_SUCCESS || collx_comm_create(&params, &comm) != COLLX_SUCCESS) {
+    std::fprintf(stderr, "rank %d: setup failed: %s\n", rank, collx_last_error());
+    return 1;
+  }
+  matrix(comm, p);
+  on_stream(comm, p);
+  reallocated(comm, p);
+  nonblocking(comm, p);
+  expect(collx_comm_destroy(comm) == COLLX_SUCCESS, "comm destroy");
+  collx_finalize();
+  std::printf("rank %d: %d passed, %d failed\n", rank, g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+// The parent never touches CUDA (a forked child cannot use a CUDA context of its parent).
+int main(int argc, char** argv) {
+  const int p = argc > 1 ? std::atoi(argv[1]) : 2;
+  if (p < 1 || p > kMaxRanks) {
+    std::fprintf(stderr, "usage: %s [ranks 1-%d]\n", argv[0], kMaxRanks);
+    return 2;
+  }
+  auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (board == MAP_FAILED) return 1;
+  new (board) Board();
+  std::vector<pid_t> pids(p);
+  std::fflush(stdout);
+  for (int r = 0; r < p; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      const int rc = run_rank(board, r, p);
+      std::fflush(stdout);
+      std::_Exit(rc);
+    }
+  }
+  int skipped = 0, failed = 0;
+  for (int r = 0; r < p; ++r) {
+    int st = 0;
+    waitpid(pids[r], &st, 0);
+    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    skipped += rc == 77;
+    failed += rc != 0 && rc != 77;
+  }
+  if (skipped == p) {
+    std::printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  std::printf("%d ranks: %s\n", p, failed == 0 && skipped == 0 ? "all passed" : "FAILED");
+  return failed == 0 && skipped == 0 ? 0 : 1;
+}

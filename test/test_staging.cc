@@ -1,0 +1,312 @@
+// Host staging of device buffers (memory/staging.h, Comm's device path), without a GPU: the
+// "device" memory is ordinary memory that a fake driver calls device memory, and the fake
+// copier's copies take effect only when waited for, as asynchronous copies do. It reports any
+// hazard a real GPU could turn into wrong data: a slot refilled while a copy out of it may be
+// pending, a slot read by the host before its copy in was waited for, or a copy still queued
+// when the call returns.
+#include <catch2/catch.hpp>
+
+#include <barrier>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "common/fake_driver.h"
+#include "common/inproc.h"
+#include "common/pattern.h"
+#include "memory/cuda_driver.h"
+#include "memory/staging.h"
+
+using namespace collx;
+using namespace collx::test;
+
+namespace {
+
+struct FakeCopier : DeviceCopier {
+  struct Copy {
+    int slot;
+    std::function<void()> run;
+  };
+  std::vector<std::vector<uint8_t>> slots = std::vector<std::vector<uint8_t>>(kSlots);
+  std::deque<Copy> in, out;
+  std::vector<std::string> hazards;
+  std::vector<void*> streams;  // after_stream calls
+  int fail_out_at = -1;        // the n-th copy_out fails (0-based); -1: none
+  int outs = 0, reserves = 0;
+
+  Status reserve(size_t bytes) override {
+    ++reserves;
+    for (auto& s : slots) {
+      if (s.size() < bytes) s.assign(bytes, 0xee);
+    }
+    return Status();
+  }
+  uint8_t* slot(int s) override {
+    for (const Copy& c : in) {
+      if (c.slot == s) hazards.push_back("slot " + std::to_string(s) + " read before its copy in finished");
+    }
+    return slots[s].data();
+  }
+  Status copy_in(int s, const void* src, size_t n) override {
+    for (const Copy& c : out) {
+      if (c.slot == s) hazards.push_back("slot " + std::to_string(s) + " refilled while a copy out of it was pending");
+    }
+    if (n > slots[s].size()) hazards.push_back("copy in larger than the slot");
+    in.push_back({s, [=, this] { std::memcpy(slots[s].data(), src, n); }});
+    return Status();
+  }
+  Status copy_out(void* dst, int s, size_t n) override {
+    if (outs++ == fail_out_at) return error(COLLX_ERR_TRANSPORT, "fake copy out failed");
+    out.push_back({s, [=, this] { std::memcpy(dst, slots[s].data(), n); }});
+    return Status();
+  }
+  // A queue runs in order: waiting for slot s runs every copy up to the last one of s.
+  static Status wait(std::deque<Copy>& q, int s) {
+    size_t last = q.size();
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (q[i].slot == s) last = i;
+    }
+    if (last == q.size()) return Status();
+    for (size_t i = 0; i <= last; ++i) {
+      q.front().run();
+      q.pop_front();
+    }
+    return Status();
+  }
+  Status wait_in(int s) override { return wait(in, s); }
+  Status wait_out(int s) override { return wait(out, s); }
+  Status after_stream(void* stream) override {
+    streams.push_back(stream);
+    return Status();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("staging: chunk arithmetic") {
+  CHECK(staging_chunk_count(1 << 20, 4) == 262144);
+  CHECK(staging_chunk_count(4096, 8) == 512);
+  CHECK(staging_chunk_count(3, 8) == 1);  // never zero elements
+  CHECK(staging_chunks(0, 100) == 0);
+  CHECK(staging_chunks(1, 100) == 1);
+  CHECK(staging_chunks(100, 100) == 1);
+  CHECK(staging_chunks(101, 100) == 2);
+  CHECK(staging_chunks(700, 100) == 7);
+}
+
+TEST_CASE("staging pipeline: every chunk in order, overlapped, no hazard, nothing left queued") {
+  const size_t chunk = 100;
+  for (size_t count : {size_t{0}, size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk, 3 * chunk,
+                       7 * chunk + 3}) {
+    for (bool in_place : {false, true}) {
+      FakeCopier fc;
+      std::vector<int32_t> send(count), recv(count + 16, -7);
+      for (size_t i = 0; i < count; ++i) (in_place ? recv : send)[i] = static_cast<int32_t>(i);
+      std::vector<size_t> order;
+      size_t pending_in_max = 0;
+      const Status st = staged_allreduce(
+          fc, in_place ? static_cast<const void*>(recv.data()) : send.data(), recv.data(), count,
+          4, chunk, [&](void* host, size_t n, size_t i) {
+            order.push_back(i);
+            pending_in_max = std::max(pending_in_max, fc.in.size());
+            auto* v = static_cast<int32_t*>(host);
+            for (size_t k = 0; k < n; ++k) v[k] = v[k] * 2 + 1;  // "reduce" in place
+            return Status();
+          });
+      INFO("count " << count << (in_place ? " in place" : ""));
+      REQUIRE(st.ok());
+      CHECK(fc.hazards.empty());
+      CHECK(fc.in.empty());
+      CHECK(fc.out.empty());
+      CHECK(order.size() == staging_chunks(count, chunk));
+      for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == i);
+      if (count > chunk) CHECK(pending_in_max == 1);  // the next chunk was on its way
+      for (size_t i = 0; i < count; ++i) {
+        if (recv[i] != static_cast<int32_t>(2 * i + 1)) FAIL("element " << i << " is " << recv[i]);
+      }
+      CHECK(recv[count] == -7);  // nothing written past the end
+      CHECK(fc.reserves == (count > 0 ? 1 : 0));
+      if (count > 0) CHECK(fc.slots[0].size() == std::min(count, chunk) * 4);
+    }
+  }
+}
+
+TEST_CASE("staging pipeline: an error stops it, and no copy is left to touch the buffers") {
+  FakeCopier fc;
+  fc.fail_out_at = 2;
+  std::vector<float> buf(1000, 1.0f);
+  int reduced = 0;
+  const Status st = staged_allreduce(fc, buf.data(), buf.data(), buf.size(), 4, 100,
+                                     [&](void*, size_t, size_t) {
+                                       ++reduced;
+                                       return Status();
+                                     });
+  CHECK(st.code() == COLLX_ERR_TRANSPORT);
+  CHECK(reduced == 3);
+  CHECK(fc.in.empty());
+  CHECK(fc.out.empty());
+
+  FakeCopier fr;
+  const Status st2 = staged_allreduce(fr, buf.data(), buf.data(), buf.size(), 4, 100,
+                                      [&](void*, size_t, size_t i) {
+                                        return i == 4 ? error(COLLX_ERR_TIMEOUT, "chunk 4")
+                                                      : Status();
+                                      });
+  CHECK(st2.code() == COLLX_ERR_TIMEOUT);
+  CHECK(fr.in.empty());
+  CHECK(fr.out.empty());
+  CHECK(fr.hazards.empty());
+}
+
+// Device buffers through the communicator: classified by the pointer cache, staged chunk by
+// chunk through each chunk's own collective, exact and bitwise identical on every rank.
+TEST_CASE("device buffers: staged allreduce over 1, 2, 3 and 5 ranks, every dtype x op") {
+  for (int p : {1, 2, 3, 5}) {
+    for (const char* algo : {"auto", "ring", "shm_two_shot"}) {
+      Config cfg = config_for(algo, 4096);
+      cfg.staging_chunk = 4096;
+      std::barrier sync(p);
+      std::vector<uint8_t> expected;
+      std::atomic<int> failures{0};
+      run_ranks(p, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+        Comm& c = *comms[0];
+        FakeDriver devs;
+        FakeCopier* copier = nullptr;
+        c.set_memory_query(&devs);
+        c.set_copier_factory([&](int device, std::unique_ptr<DeviceCopier>* out) {
+          TCHECK(device == 1);
+          auto fc = std::make_unique<FakeCopier>();
+          copier = fc.get();
+          *out = std::move(fc);
+          return Status();
+        });
+        const size_t p1 = static_cast<size_t>(p) + 1;
+        for (size_t count : {size_t{0}, size_t{1}, p1, size_t{1000}, size_t{5000} + 3}) {
+          for (collx_dtype_t d : all_dtypes()) {
+            for (collx_op_t op : all_ops()) {
+              if (!op_valid(d, op)) continue;
+              const size_t bytes = count * collx_dtype_size(d);
+              if (rank == 0) {
+                expected.resize(bytes);
+                fill_expected(d, op, p, count, expected.data());
+              }
+              sync.arrive_and_wait();
+              for (bool in_place : {false, true}) {
+                std::vector<uint8_t> send(bytes + 1), recv(bytes + 64, 0xab);
+                devs.allocs.clear();
+                devs.device_memory(send.data(), send.size(), 1);
+                devs.device_memory(recv.data(), recv.size(), 1);
+                fill_input(d, op, rank, count, in_place ? recv.data() : send.data());
+                AllreduceOp o;
+                TCHECK(make_reducer(d, op, &o.red).ok());
+                o.send = in_place ? recv.data() : send.data();
+                o.recv = recv.data();
+                o.count = count;
+                if (count > 0) {
+                  const Status cm = c.check_memory(o.send, o.recv, bytes, "test", &o);
+                  TCHECK(cm.ok());
+                  TCHECK(o.mem == MemKind::kDevice);
+                }
+                const Status st = c.allreduce(o);
+                const bool ok = st.ok() &&
+                                (bytes == 0 || std::memcmp(recv.data(), expected.data(), bytes) == 0) &&
+                                recv[bytes] == 0xab && recv[bytes + 63] == 0xab;
+                if (!ok && failures.fetch_add(1) == 0) {
+                  TCHECK(st.ok());
+                  TCHECK(std::string("first failure: ") + algo + " p=" + std::to_string(p) +
+                             " count " + std::to_string(count) + " " + collx_dtype_name(d) + " " +
+                             collx_op_name(op) + (in_place ? " in place" : "") ==
+                         "");
+                }
+                if (copier != nullptr) TCHECK(copier->hazards.empty());
+              }
+              sync.arrive_and_wait();  // rank 0 rewrites `expected` next
+            }
+          }
+        }
+        TCHECK(copier != nullptr);
+      });
+      CHECK(failures.load() == 0);
+    }
+  }
+}
+
+TEST_CASE("device buffers: one copier per device, kept across calls; stream ordering asked") {
+  run_ranks(2, {config_for("auto")}, [&](int, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    FakeDriver devs;
+    int made = 0;
+    std::vector<FakeCopier*> copiers;
+    c.set_memory_query(&devs);
+    c.set_copier_factory([&](int, std::unique_ptr<DeviceCopier>* out) {
+      ++made;
+      auto fc = std::make_unique<FakeCopier>();
+      copiers.push_back(fc.get());
+      *out = std::move(fc);
+      return Status();
+    });
+    std::vector<float> a(300, 1.0f), b(300, 2.0f);
+    devs.device_memory(a.data(), a.size() * 4, 0);
+    devs.device_memory(b.data(), b.size() * 4, 1);
+    for (int call = 0; call < 3; ++call) {
+      for (std::vector<float>* v : {&a, &a, &b}) {
+        AllreduceOp o;
+        TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
+        o.send = o.recv = v->data();
+        o.count = v->size();
+        TCHECK(c.check_memory(o.send, o.recv, v->size() * 4, "test", &o).ok());
+        const Status st = c.allreduce(o);
+        TCHECK(st.message() == "");
+      }
+    }
+    // a, a, b three times: the copier is remade when the device changes, not per call.
+    TCHECK(made == 6);
+    TCHECK(a[0] == 1.0f * 64);  // six sums over two ranks
+    TCHECK(b[0] == 2.0f * 8);
+
+    auto* stream = reinterpret_cast<void*>(uintptr_t{0x5150});
+    AllreduceOp o;
+    TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
+    o.send = o.recv = b.data();
+    o.count = b.size();
+    TCHECK(c.check_memory(o.send, o.recv, b.size() * 4, "test", &o).ok());
+    o.on_stream = true;
+    o.stream = stream;
+    const Status st = c.allreduce(o);
+    TCHECK(st.message() == "");
+    TCHECK(copiers.back()->streams == std::vector<void*>{stream});
+  });
+}
+
+TEST_CASE("device buffers: a copier that cannot be made fails the call, naming the cause") {
+  run_ranks(1, {config_for("auto")}, [&](int, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    FakeDriver devs;
+    c.set_memory_query(&devs);
+    std::vector<float> a(16, 1.0f);
+    devs.device_memory(a.data(), a.size() * 4, 0);
+    AllreduceOp o;
+    TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
+    o.send = o.recv = a.data();
+    o.count = a.size();
+    TCHECK(c.check_memory(o.send, o.recv, 64, "test", &o).ok());
+    // The default factory is the CUDA driver's: on a machine without one it says so.
+    std::string why;
+    if (cuda_memory_query(&why) == nullptr) {
+      const Status st = c.allreduce(o);
+      TCHECK(st.code() == COLLX_ERR_UNSUPPORTED);
+      TCHECK(st.message().find("CUDA driver") != std::string::npos);
+    }
+  });
+}
+
+TEST_CASE("host buffers with a stream: without a driver only the null stream is accepted") {
+  std::string why;
+  if (cuda_memory_query(&why) != nullptr) return;  // a GPU machine: run_gpu checks cover it
+  CHECK(cuda_stream_synchronize(nullptr).ok());
+  const Status st = cuda_stream_synchronize(reinterpret_cast<void*>(uintptr_t{0x10}));
+  CHECK(st.code() == COLLX_ERR_UNSUPPORTED);
+  CHECK(st.message().find("stream") != std::string::npos);
+}
