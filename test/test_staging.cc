@@ -310,3 +310,35 @@ TEST_CASE("host buffers with a stream: without a driver only the null stream is 
   CHECK(st.code() == COLLX_ERR_UNSUPPORTED);
   CHECK(st.message().find("stream") != std::string::npos);
 }
+
+TEST_CASE("device buffers under COLLX_CHECK: disagreeing counts are a mismatch on every rank") {
+  Config cfg = config_for("auto");
+  cfg.check = true;
+  cfg.staging_chunk = 4096;
+  run_ranks(2, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    FakeDriver devs;
+    c.set_memory_query(&devs);
+    c.set_copier_factory([](int, std::unique_ptr<DeviceCopier>* out) {
+      *out = std::make_unique<FakeCopier>();
+      return Status();
+    });
+    std::vector<float> buf(5000, 1.0f);
+    devs.device_memory(buf.data(), buf.size() * 4, 0);
+    auto call = [&](size_t count) {
+      AllreduceOp o;
+      TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
+      o.send = o.recv = buf.data();
+      o.count = count;
+      TCHECK(c.check_memory(o.send, o.recv, count * 4, "test", &o).ok());
+      return c.allreduce(o);
+    };
+    // 5000 and 4000 floats: the first three 1024-element chunks alone would agree.
+    const Status st = call(rank == 0 ? 5000 : 4000);
+    TCHECK(st.code() == COLLX_ERR_MISMATCH);
+    TCHECK(buf[0] == 1.0f);  // nothing reduced
+    const Status again = call(5000);  // the ranks are still in step
+    TCHECK(again.ok());
+    TCHECK(buf[4999] == 2.0f);
+  });
+}

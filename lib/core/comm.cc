@@ -182,9 +182,9 @@ Status Comm::small_allreduce(int64_t* v, size_t n, collx_op_t op) {
   return st;
 }
 
-Status Comm::execute_profiled(const AllreduceOp& op, uint32_t seq) {
+Status Comm::execute_profiled(const AllreduceOp& op) {
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = execute(op, seq);
+  Status st = execute(op);
   if (st.ok()) {
     const size_t bytes = op.count * op.red.elem_size;
     profile_->record(bytes, selection_.pick(bytes), std::chrono::steady_clock::now() - t0);
@@ -273,25 +273,30 @@ Comm::~Comm() {
   if (context_ != nullptr) context_->live_comms.fetch_sub(1);
 }
 
-uint32_t Comm::seqs_for(const AllreduceOp& op) const {
-  if (op.mem != MemKind::kDevice) return 1;
-  const size_t n = staging_chunks(
-      op.count, staging_chunk_count(config_.staging_chunk, op.red.elem_size));
-  return static_cast<uint32_t>(std::max<size_t>(1, n));
-}
-
-Status Comm::execute(const AllreduceOp& op, uint32_t seq) {
-  if (op.mem == MemKind::kDevice) return execute_staged(op, seq);
+Status Comm::execute(const AllreduceOp& op) {
+  if (op.mem == MemKind::kDevice) return execute_staged(op);
+  const uint32_t seq = next_seq_++;
   if (op.on_stream) COLLX_TRY(cuda_stream_synchronize(op.stream));
-  return execute_host(op, seq);
+  return execute_host(op, seq, config_.check);
 }
 
 // Device buffers: the host algorithms reduce them chunk by chunk in pinned host memory, each
-// chunk a collective of its own sequence number (seqs_for reserved them).
-Status Comm::execute_staged(const AllreduceOp& op, uint32_t seq) {
+// chunk a collective of its own. COLLX_CHECK checks the call as a whole first (the chunks of
+// calls that disagree could agree), so that a mismatch leaves every rank at the same
+// sequence number.
+Status Comm::execute_staged(const AllreduceOp& op) {
   if (!failed_.ok()) {
     return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
                  failed_.message().c_str());
+  }
+  if (config_.check && size() > 1) {
+    const uint32_t seq = next_seq_++;
+    transport_->begin_op(seq, config_.timeout_s, config_.spin);
+    Status agree = transport_->end_op(check_agreement(op, seq));
+    if (!agree.ok()) {
+      if (agree.code() != COLLX_ERR_MISMATCH) fail(agree);
+      return agree;
+    }
   }
   Status st;
   if (copier_ == nullptr || copier_device_ != op.device) {
@@ -303,13 +308,13 @@ Status Comm::execute_staged(const AllreduceOp& op, uint32_t seq) {
   if (st.ok()) {
     const size_t chunk = staging_chunk_count(config_.staging_chunk, op.red.elem_size);
     st = staged_allreduce(*copier_, op.send, op.recv, op.count, op.red.elem_size, chunk,
-                          [&](void* host, size_t n, size_t i) {
+                          [&](void* host, size_t n, size_t) {
                             AllreduceOp c = op;
                             c.send = host;
                             c.recv = host;
                             c.count = n;
                             c.mem = MemKind::kHost;
-                            return execute_host(c, seq + static_cast<uint32_t>(i));
+                            return execute_host(c, next_seq_++, false);
                           });
   }
   // The peers went on with the chunks this rank did not run: it is out of step with them.
@@ -317,7 +322,7 @@ Status Comm::execute_staged(const AllreduceOp& op, uint32_t seq) {
   return st;
 }
 
-Status Comm::execute_host(const AllreduceOp& op, uint32_t seq) {
+Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   if (!failed_.ok()) {
     return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
                  failed_.message().c_str());
@@ -330,9 +335,9 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq) {
     if (send != recv && bytes != 0) std::memcpy(recv, send, bytes);
     return Status();
   }
-  if (op.count == 0 && !config_.check) return Status();
+  if (op.count == 0 && !check) return Status();
   transport_->begin_op(seq, config_.timeout_s, config_.spin);
-  if (config_.check) {
+  if (check) {
     Status agree = check_agreement(op, seq);
     if (!agree.ok()) {
       // A disagreement found by the check leaves nothing in flight: the communicator stays
@@ -434,18 +439,14 @@ void Comm::drain() {
 
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
-  const uint32_t seq = next_seq_;
-  next_seq_ += seqs_for(op);
-  if (profile_) [[unlikely]] return execute_profiled(op, seq);
-  return execute(op, seq);
+  if (profile_) [[unlikely]] return execute_profiled(op);
+  return execute(op);
 }
 
 Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
   auto* req = new (std::nothrow) Request();
   if (req == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory posting an iallreduce");
   req->op = op;
-  req->seq = next_seq_;
-  next_seq_ += seqs_for(op);
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!worker_.joinable()) worker_ = std::thread(&Comm::worker_main, this);
@@ -467,7 +468,7 @@ void Comm::worker_main() {
       req = queue_.front();
       queue_.pop_front();
     }
-    req->result = profile_ ? execute_profiled(req->op, req->seq) : execute(req->op, req->seq);
+    req->result = profile_ ? execute_profiled(req->op) : execute(req->op);
     req->done.store(true, std::memory_order_release);
     pending_.fetch_sub(1, std::memory_order_release);
   }

@@ -41,7 +41,6 @@ struct AllreduceOp {
 
 struct Request {
   AllreduceOp op;
-  uint32_t seq = 0;
   std::atomic<bool> done{false};
   Status result;
 };
@@ -87,17 +86,19 @@ class Comm {
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
-  // Sequence numbers an operation uses: one per staged chunk for device buffers, else one.
-  uint32_t seqs_for(const AllreduceOp& op) const;
-  Status execute(const AllreduceOp& op, uint32_t seq);
-  Status execute_host(const AllreduceOp& op, uint32_t seq);
-  Status execute_staged(const AllreduceOp& op, uint32_t seq);
+  // Runs one operation. Operations run one at a time, in posting order (the worker thread,
+  // or the caller's after drain()), and take their sequence numbers from next_seq_ as they
+  // run: one for host buffers, one per staged chunk (plus one for COLLX_CHECK) for device
+  // buffers.
+  Status execute(const AllreduceOp& op);
+  Status execute_host(const AllreduceOp& op, uint32_t seq, bool check);
+  Status execute_staged(const AllreduceOp& op);
   Status run_barrier();
   void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
-  Status execute_profiled(const AllreduceOp& op, uint32_t seq);
+  Status execute_profiled(const AllreduceOp& op);
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
   // Attaches the node's shared memory (`name`; `created`: rank 0's creation status) and
