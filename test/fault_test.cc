@@ -295,12 +295,10 @@ int main(int argc, char** argv) {
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "
               "| worst | destroy | result |\n|---|---|---|---|---|---|---|---|---|\n");
   // A scenario that fails is run up to twice more, and fails only if every run fails (all
-  // rows are printed). Two failures of UCX 1.13 itself, not of libcollx, show up in about one
-  // run of the matrix in five on the 2-core machine (docs/RELIABILITY.md): a segfault inside
-  // UCX's TCP transport when it marks an endpoint to a killed peer failed (two-node
-  // scenarios; twice in a row in one CI run), and a rank stopped in the middle of a send into
-  // UCX's shared-memory FIFO, which blocks that FIFO for the other senders (survivors time
-  // out).
+  // rows are printed): a rank stopped in the middle of a send into UCX 1.13's shared-memory
+  // FIFO blocks that FIFO for the other senders, and the survivors time out
+  // (docs/RELIABILITY.md). (A crash of UCX's TCP transport on peer failure, once the other
+  // reason for a second run, went away when communicators began to share endpoints.)
   constexpr int kRuns = 3;
   int failed = 0, retried = 0;
   for (const Scenario& sc : matrix) {

@@ -138,6 +138,42 @@ void UcxWorker::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
   static_cast<PeerWatch*>(arg)->fail(status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status);
 }
 
+Status UcxWorker::endpoint(PeerWatch* w, const std::vector<uint8_t>& address, bool local,
+                           ucp_ep_h* out) {
+  if (w->ep == nullptr) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
+    if (!local) {
+      // Between nodes the data endpoints report failures themselves (TCP, InfiniBand).
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxWorker::on_peer_error;
+      ep.err_handler.arg = w;
+    }
+    const ucs_status_t s = ucp_ep_create(worker_, &ep, &w->ep);
+    if (s != UCS_OK) {
+      w->ep = nullptr;
+      return error(COLLX_ERR_TRANSPORT, "ucp_ep_create: %s", ucs_status_string(s));
+    }
+  }
+  ++w->ep_users;
+  *out = w->ep;
+  return Status();
+}
+
+void* UcxWorker::release_endpoint(PeerWatch* w, bool force) {
+  if (w->ep == nullptr || --w->ep_users > 0) return nullptr;
+  ucp_request_param_t p{};
+  if (force || w->status.load() != UCS_OK) {
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  }
+  void* req = ucp_ep_close_nbx(w->ep, &p);
+  w->ep = nullptr;
+  return UCS_PTR_IS_PTR(req) ? req : nullptr;
+}
+
 PeerWatch* UcxWorker::watch(const std::vector<uint8_t>& address, int64_t pid) {
   const std::string key(address.begin(), address.end());
   auto it = watches_.find(key);
@@ -178,20 +214,10 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
         t->polled_.push_back(w);
       }
       if (local && cma_min != SIZE_MAX) t->cma_pid_[peer] = peers[peer].pid;
-      ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-      ep.address = reinterpret_cast<const ucp_address_t*>(peers[peer].address.data());
-      if (!local) {
-        // Between nodes the data endpoints report failures themselves (TCP, InfiniBand).
-        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = &UcxWorker::on_peer_error;
-        ep.err_handler.arg = w;
-      }
-      ucs_status_t s = ucp_ep_create(worker.worker(), &ep, &t->eps_[peer]);
-      if (s != UCS_OK) {
+      const Status e = worker.endpoint(w, peers[peer].address, local, &t->eps_[peer]);
+      if (!e.ok()) {
         st = error(COLLX_ERR_TRANSPORT, "rank %d: connecting to rank %d failed: %s", rank, peer,
-                   ucs_status_string(s));
+                   e.message().c_str());
       }
     }
   }
@@ -204,21 +230,16 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
 }
 
 UcxTransport::~UcxTransport() {
-  // Flush and close every endpoint (forcibly where the peer failed, or after an error:
-  // nothing is owed to a peer then); past the deadline, whatever is left is dropped.
+  // Releases every endpoint; the last user closes it (forcibly where the peer failed, or
+  // after an error: nothing is owed to a peer then) and flushes it; past the deadline,
+  // whatever is left is dropped.
   std::vector<void*> closing;
   {
     LockGuard g(worker_);
     for (int peer = 0; peer < size(); ++peer) {
-      ucp_ep_h ep = eps_[peer];
-      if (ep == nullptr) continue;
-      ucp_request_param_t p{};
-      if (force_close_ || (watches_[peer] && watches_[peer]->status.load() != UCS_OK)) {
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      }
-      void* req = ucp_ep_close_nbx(ep, &p);
-      if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+      if (eps_[peer] == nullptr) continue;
+      void* req = worker_.release_endpoint(watches_[peer], force_close_);
+      if (req != nullptr) closing.push_back(req);
     }
   }
   ucs_status_t ignored;

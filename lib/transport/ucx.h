@@ -27,11 +27,19 @@ namespace collx {
 // latency). A local peer is watched through a pidfd instead, which the kernel makes readable
 // when the process exits; waiters poll it now and then, with one system call for all peers.
 class UcxWorker;
+//
+// The endpoint to the peer is shared the same way (as MPI libraries share one connection per
+// peer process among communicators; messages are told apart by their tags): one endpoint
+// between two workers, however many communicators they have in common. UCX 1.13's TCP
+// transport has crashed on freed memory when one of several endpoints between the same two
+// workers was failed and closed (docs/RELIABILITY.md).
 struct PeerWatch {
   UcxWorker* owner = nullptr;
   int pidfd = -1;                   // local peers
   std::atomic<int> status{UCS_OK};  // ucs_status_t; UCS_OK while the peer is alive
   void fail(ucs_status_t why);
+  ucp_ep_h ep = nullptr;  // under the worker's lock
+  int ep_users = 0;       // communicators using `ep`
 };
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
@@ -63,6 +71,12 @@ class UcxWorker {
   // The watch of a peer process (`pid` on this node, else 0), created on first use; watches
   // live as long as the worker. Call under the lock.
   PeerWatch* watch(const std::vector<uint8_t>& address, int64_t pid);
+  // The endpoint to the peer of `w` at `address` (on this node: `local`), created on first
+  // use; each user releases it once. Call under the lock.
+  Status endpoint(PeerWatch* w, const std::vector<uint8_t>& address, bool local, ucp_ep_h* out);
+  // Releases one use; the last closes the endpoint (forcibly if `force` or the peer failed)
+  // and returns the close request, if any, for the caller to complete. Call under the lock.
+  void* release_endpoint(PeerWatch* w, bool force);
   // Incremented by every reported peer failure: a waiter rescans its peers only when it moves.
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
