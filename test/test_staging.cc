@@ -340,5 +340,18 @@ TEST_CASE("device buffers under COLLX_CHECK: disagreeing counts are a mismatch o
     const Status again = call(5000);  // the ranks are still in step
     TCHECK(again.ok());
     TCHECK(buf[4999] == 2.0f);
+
+    // Device buffers on one rank, host buffers on the other: the staged chunks would not
+    // line up with the host call's collective, so this is a disagreement too.
+    if (rank == 1) devs.allocs.clear();
+    const Status mixed = call(5000);
+    TCHECK(mixed.code() == COLLX_ERR_MISMATCH);
+    TCHECK(mixed.message().find("CUDA device memory") != std::string::npos);
+    TCHECK(mixed.message().find("host memory") != std::string::npos);
+    TCHECK(buf[4999] == 2.0f);
+    if (rank == 1) devs.device_memory(buf.data(), buf.size() * 4, 0);
+    const Status after = call(5000);
+    TCHECK(after.ok());
+    TCHECK(buf[4999] == 4.0f);
   });
 }

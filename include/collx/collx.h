@@ -140,7 +140,9 @@ COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
  * (COLLX_ERR_INVALID_ARG otherwise). Device buffers are reduced through pinned host memory,
  * in chunks of COLLX_STAGING_CHUNK; their copies wait for work on the legacy default stream,
  * as a CUDA-aware MPI's do. A device buffer without a usable CUDA driver is
- * COLLX_ERR_UNSUPPORTED. */
+ * COLLX_ERR_UNSUPPORTED. All ranks of a call pass the same kind of memory, as they pass the
+ * same count, dtype and op (device buffers run as a sequence of chunk collectives that a host
+ * call would not line up with); COLLX_CHECK=1 reports a mix as COLLX_ERR_MISMATCH. */
 COLLX_API collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                          collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
 

@@ -363,10 +363,10 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
 // ranks agree; only on disagreement two more find the first rank that differs and its call.
 // Runs in the collective's own sequence number, on steps above the algorithms' range.
 Status Comm::check_agreement(const AllreduceOp& op, uint32_t seq) {
-  constexpr int kFields = 4;
+  constexpr int kFields = 5;
   const int r = rank();
   const int64_t sig[kFields] = {static_cast<int64_t>(op.count), op.dtype, op.op,
-                                op.send == op.recv ? 1 : 0};
+                                op.send == op.recv ? 1 : 0, op.mem == MemKind::kDevice ? 1 : 0};
   Reducer min, sum;
   COLLX_TRY(make_reducer(COLLX_INT64, COLLX_MIN, &min));
   COLLX_TRY(make_reducer(COLLX_INT64, COLLX_SUM, &sum));
@@ -399,9 +399,10 @@ Status Comm::check_agreement(const AllreduceOp& op, uint32_t seq) {
   COLLX_TRY(allreduce(other, kFields, sum));
   transport_->set_step_base(0);
   auto describe = [](const int64_t* v) {
-    return format("count %lld, %s, %s, %s", static_cast<long long>(v[0]),
+    return format("count %lld, %s, %s, %s, %s", static_cast<long long>(v[0]),
                   collx_dtype_name(static_cast<collx_dtype_t>(v[1])),
-                  collx_op_name(static_cast<collx_op_t>(v[2])), v[3] ? "in-place" : "out-of-place");
+                  collx_op_name(static_cast<collx_op_t>(v[2])), v[3] ? "in-place" : "out-of-place",
+                  v[4] ? "CUDA device memory" : "host memory");
   };
   return error(COLLX_ERR_MISMATCH,
                "rank %d: COLLX_CHECK: ranks disagree on collective #%u: rank 0 called with %s, "

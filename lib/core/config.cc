@@ -31,7 +31,8 @@ const ConfigRow kRows[] = {
      "How long a waiting rank busy-polls before it starts yielding its core between polls "
      "(0: yield at once, for more ranks than cores)."},
     {"COLLX_CHECK", "bool", "0",
-     "1: before each collective the ranks agree on count, dtype, op and in-place (one small "
+     "1: before each collective the ranks agree on count, dtype, op, in-place and the kind of "
+     "memory (host or CUDA device; one small "
      "extra allreduce); a disagreement is COLLX_ERR_MISMATCH on every rank, naming the first "
      "rank that differs and both calls. Set it on all ranks or none."},
     {"COLLX_MPI", "bool", "1",
