@@ -355,3 +355,44 @@ TEST_CASE("device buffers under COLLX_CHECK: disagreeing counts are a mismatch o
     TCHECK(buf[4999] == 4.0f);
   });
 }
+
+TEST_CASE("device buffers: non-blocking, staged on the communicator's thread, in posting order") {
+  Config cfg = config_for("auto");
+  cfg.staging_chunk = 4096;
+  run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    FakeDriver devs;
+    c.set_memory_query(&devs);
+    c.set_copier_factory([](int, std::unique_ptr<DeviceCopier>* out) {
+      *out = std::make_unique<FakeCopier>();
+      return Status();
+    });
+    // Device and host operations interleaved, of sizes from one chunk to many.
+    constexpr int kOps = 6;
+    std::vector<std::vector<int64_t>> bufs(kOps);
+    std::vector<Request*> reqs(kOps, nullptr);
+    for (int k = 0; k < kOps; ++k) {
+      const size_t count = 700u * (k + 1) * (k + 1);
+      bufs[k].assign(count, 0);
+      fill_input(COLLX_INT64, COLLX_SUM, rank, count, bufs[k].data());
+      if (k % 2 == 0) devs.device_memory(bufs[k].data(), count * 8, 0);
+      AllreduceOp o;
+      TCHECK(make_reducer(COLLX_INT64, COLLX_SUM, &o.red).ok());
+      o.send = o.recv = bufs[k].data();
+      o.count = count;
+      TCHECK(c.check_memory(o.send, o.recv, count * 8, "test", &o).ok());
+      TCHECK((o.mem == MemKind::kDevice) == (k % 2 == 0));
+      const Status st = c.iallreduce(o, &reqs[k]);
+      TCHECK(st.ok());
+    }
+    c.drain();
+    for (int k = kOps - 1; k >= 0; --k) {
+      TCHECK(reqs[k]->done.load());
+      TCHECK(reqs[k]->result.ok());
+      std::vector<int64_t> want(bufs[k].size());
+      fill_expected(COLLX_INT64, COLLX_SUM, 3, want.size(), want.data());
+      TCHECK(bufs[k] == want);
+      delete reqs[k];
+    }
+  });
+}
