@@ -30,17 +30,6 @@ struct alignas(sizeof(T) * V) Pack {
   T e[V];
 };
 
-template <typename Op, typename T>
-__device__ T combine(T a, T b) {
-  if constexpr (std::is_same_v<T, Float16>) {
-    return to_float16(Op::apply(to_float(a), to_float(b)));
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return to_bfloat16(Op::apply(to_float(a), to_float(b)));
-  } else {
-    return Op::apply(a, b);
-  }
-}
-
 template <typename T, typename Op, int V>
 __global__ void reduce_kernel(T* dst, Inputs in, size_t packs) {
   using P = Pack<T, V>;
@@ -62,13 +51,7 @@ template <typename T>
 __global__ void divide_kernel(T* buf, size_t n, int ranks) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    if constexpr (std::is_same_v<T, Float16>) {
-      buf[i] = to_float16(to_float(buf[i]) / static_cast<float>(ranks));
-    } else if constexpr (std::is_same_v<T, BFloat16>) {
-      buf[i] = to_bfloat16(to_float(buf[i]) / static_cast<float>(ranks));
-    } else {
-      buf[i] = buf[i] / static_cast<T>(ranks);
-    }
+    buf[i] = divide_by(buf[i], ranks);
   }
 }
 

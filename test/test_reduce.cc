@@ -18,7 +18,7 @@ namespace {
 // Scalar reference, one element at a time, written independently of the kernels.
 template <typename T>
 T ref_op(collx_op_t op, T a, T b) {
-  if constexpr (kIsHalf<T>) {
+  if constexpr (kHalf<T>) {
     const float x = to_float(a), y = to_float(b);
     float r;
     switch (op) {

@@ -58,4 +58,29 @@ struct Bxor {
   COLLX_HD static T apply(T a, T b) { return a ^ b; }
 };
 
+template <typename T>
+constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// float -> a 16-bit floating type, round-to-nearest-even.
+template <typename H>
+COLLX_HD H round_to(float v) {
+  if constexpr (std::is_same_v<H, Float16>) return to_float16(v);
+  else return to_bfloat16(v);
+}
+
+// a op b in T's arithmetic: 16-bit floating types are widened to float and rounded back after
+// every pairwise step. The one expression of every CPU and GPU kernel.
+template <typename Op, typename T>
+COLLX_HD T combine(T a, T b) {
+  if constexpr (kHalf<T>) return round_to<T>(Op::apply(to_float(a), to_float(b)));
+  else return Op::apply(a, b);
+}
+
+// avg's final step: the sum divided by the rank count, in the same arithmetic.
+template <typename T>
+COLLX_HD T divide_by(T sum, int ranks) {
+  if constexpr (kHalf<T>) return round_to<T>(to_float(sum) / static_cast<float>(ranks));
+  else return sum / static_cast<T>(ranks);
+}
+
 }  // namespace collx

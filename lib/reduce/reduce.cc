@@ -24,21 +24,7 @@ void kernel(void* dst, const void* a, const void* b, size_t n) {
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
 #pragma GCC ivdep
-  for (size_t i = 0; i < n; ++i) d[i] = Op::apply(x[i], y[i]);
-}
-
-// float16/bfloat16: widen to float, operate, round back (RNE) after every pairwise step.
-template <typename H, typename Op>
-void half_kernel(void* dst, const void* a, const void* b, size_t n) {
-  H* d = static_cast<H*>(dst);
-  const H* x = static_cast<const H*>(a);
-  const H* y = static_cast<const H*>(b);
-#pragma GCC ivdep
-  for (size_t i = 0; i < n; ++i) {
-    const float r = Op::apply(to_float(x[i]), to_float(y[i]));
-    if constexpr (std::is_same_v<H, Float16>) d[i] = to_float16(r);
-    else d[i] = to_bfloat16(r);
-  }
+  for (size_t i = 0; i < n; ++i) d[i] = combine<Op>(x[i], y[i]);
 }
 
 #if defined(__x86_64__)
@@ -96,7 +82,7 @@ __attribute__((target("avx2,f16c"))) void avx2_half_kernel(void* dst, const void
   const H* y = static_cast<const H*>(b);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) store8(d + i, V::apply(load8(x + i), load8(y + i)));
-  half_kernel<H, Op>(d + i, x + i, y + i, n - i);
+  kernel<H, Op>(d + i, x + i, y + i, n - i);
 }
 
 bool have_f16c() {
@@ -108,23 +94,13 @@ bool have_f16c() {
 template <typename T>
 void divide(void* buf, size_t n, int ranks) {
   T* d = static_cast<T*>(buf);
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-    const float p = static_cast<float>(ranks);
-    for (size_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, Float16>) d[i] = to_float16(to_float(d[i]) / p);
-      else d[i] = to_bfloat16(to_float(d[i]) / p);
-    }
-  } else {
-    const T p = static_cast<T>(ranks);
-    for (size_t i = 0; i < n; ++i) d[i] = d[i] / p;
-  }
+  for (size_t i = 0; i < n; ++i) d[i] = divide_by(d[i], ranks);
 }
 
 template <typename T>
 ReduceFn pick(collx_op_t op) {
-  constexpr bool kHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-  if constexpr (kHalf) {
 #if defined(__x86_64__)
+  if constexpr (kHalf<T>) {
     if (have_f16c()) {
       switch (op) {
         case COLLX_SUM: case COLLX_AVG: return avx2_half_kernel<T, VecSum, Sum>;
@@ -134,34 +110,27 @@ ReduceFn pick(collx_op_t op) {
         default: return nullptr;
       }
     }
+  }
 #endif
-    switch (op) {
-      case COLLX_SUM: case COLLX_AVG: return half_kernel<T, Sum>;
-      case COLLX_PROD: return half_kernel<T, Prod>;
-      case COLLX_MIN: return half_kernel<T, Min>;
-      case COLLX_MAX: return half_kernel<T, Max>;
-      default: return nullptr;
-    }
-  } else {
-    switch (op) {
-      case COLLX_SUM: return kernel<T, Sum>;
-      case COLLX_PROD: return kernel<T, Prod>;
-      case COLLX_MIN: return kernel<T, Min>;
-      case COLLX_MAX: return kernel<T, Max>;
-      case COLLX_AVG:
-        if constexpr (std::is_floating_point_v<T>) return kernel<T, Sum>;
-        else return nullptr;
-      case COLLX_BAND:
-        if constexpr (std::is_integral_v<T>) return kernel<T, Band>;
-        else return nullptr;
-      case COLLX_BOR:
-        if constexpr (std::is_integral_v<T>) return kernel<T, Bor>;
-        else return nullptr;
-      case COLLX_BXOR:
-        if constexpr (std::is_integral_v<T>) return kernel<T, Bxor>;
-        else return nullptr;
-      default: return nullptr;
-    }
+  constexpr bool kInt = std::is_integral_v<T>;
+  switch (op) {
+    case COLLX_SUM: return kernel<T, Sum>;
+    case COLLX_PROD: return kernel<T, Prod>;
+    case COLLX_MIN: return kernel<T, Min>;
+    case COLLX_MAX: return kernel<T, Max>;
+    case COLLX_AVG:
+      if constexpr (!kInt) return kernel<T, Sum>;
+      else return nullptr;
+    case COLLX_BAND:
+      if constexpr (kInt) return kernel<T, Band>;
+      else return nullptr;
+    case COLLX_BOR:
+      if constexpr (kInt) return kernel<T, Bor>;
+      else return nullptr;
+    case COLLX_BXOR:
+      if constexpr (kInt) return kernel<T, Bxor>;
+      else return nullptr;
+    default: return nullptr;
   }
 }
 

@@ -12,13 +12,12 @@
 #include "collx/collx.h"
 #include "reduce/dtype.h"
 #include "reduce/half.h"
+#include "reduce/ops.h"
 
 namespace collx::test {
 
 template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
-constexpr bool kIsFloat = kIsHalf<T> || std::is_floating_point_v<T>;
+constexpr bool kIsFloat = kHalf<T> || std::is_floating_point_v<T>;
 
 template <typename T>
 T from_double(double v) {
@@ -30,7 +29,7 @@ T from_double(double v) {
 
 template <typename T>
 double to_double(T v) {
-  if constexpr (kIsHalf<T>) return to_float(v);
+  if constexpr (kHalf<T>) return to_float(v);
   else return static_cast<double>(v);
 }
 
@@ -99,7 +98,7 @@ inline void fill_expected(collx_dtype_t d, collx_op_t op, int p, size_t count, v
         out[i] = static_cast<T>(static_cast<uint64_t>(acc));
       } else if (op == COLLX_AVG) {
         // The library divides the (exact) sum in the element type; half types in float.
-        if constexpr (kIsHalf<T>) {
+        if constexpr (kHalf<T>) {
           out[i] = from_double<T>(static_cast<float>(acc) / static_cast<float>(p));
         } else {
           out[i] = static_cast<T>(static_cast<T>(acc) / static_cast<T>(p));
