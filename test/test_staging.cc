@@ -83,6 +83,25 @@ struct FakeCopier : DeviceCopier {
   }
 };
 
+// `devs` as c's CUDA driver, and plain fake copiers.
+void use_fakes(Comm& c, FakeDriver& devs) {
+  c.set_memory_query(&devs);
+  c.set_copier_factory([](int, std::unique_ptr<DeviceCopier>* out) {
+    *out = std::make_unique<FakeCopier>();
+    return Status();
+  });
+}
+
+// An in-place sum of `count` elements of dtype d at buf, its memory classified by c.
+AllreduceOp in_place_sum(Comm& c, void* buf, size_t count, collx_dtype_t d) {
+  AllreduceOp o;
+  TCHECK(make_reducer(d, COLLX_SUM, &o.red).ok());
+  o.send = o.recv = buf;
+  o.count = count;
+  TCHECK(c.check_memory(buf, buf, count * o.red.elem_size, "test", &o).ok());
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("staging: chunk arithmetic") {
@@ -252,12 +271,7 @@ TEST_CASE("device buffers: one copier per device, kept across calls; stream orde
     devs.device_memory(b.data(), b.size() * 4, 1);
     for (int call = 0; call < 3; ++call) {
       for (std::vector<float>* v : {&a, &a, &b}) {
-        AllreduceOp o;
-        TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
-        o.send = o.recv = v->data();
-        o.count = v->size();
-        TCHECK(c.check_memory(o.send, o.recv, v->size() * 4, "test", &o).ok());
-        const Status st = c.allreduce(o);
+        const Status st = c.allreduce(in_place_sum(c, v->data(), v->size(), COLLX_FLOAT32));
         TCHECK(st.message() == "");
       }
     }
@@ -267,11 +281,7 @@ TEST_CASE("device buffers: one copier per device, kept across calls; stream orde
     TCHECK(b[0] == 2.0f * 8);
 
     auto* stream = reinterpret_cast<void*>(uintptr_t{0x5150});
-    AllreduceOp o;
-    TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
-    o.send = o.recv = b.data();
-    o.count = b.size();
-    TCHECK(c.check_memory(o.send, o.recv, b.size() * 4, "test", &o).ok());
+    AllreduceOp o = in_place_sum(c, b.data(), b.size(), COLLX_FLOAT32);
     o.on_stream = true;
     o.stream = stream;
     const Status st = c.allreduce(o);
@@ -287,18 +297,31 @@ TEST_CASE("device buffers: a copier that cannot be made fails the call, naming t
     c.set_memory_query(&devs);
     std::vector<float> a(16, 1.0f);
     devs.device_memory(a.data(), a.size() * 4, 0);
-    AllreduceOp o;
-    TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
-    o.send = o.recv = a.data();
-    o.count = a.size();
-    TCHECK(c.check_memory(o.send, o.recv, 64, "test", &o).ok());
     // The default factory is the CUDA driver's: on a machine without one it says so.
     std::string why;
     if (cuda_memory_query(&why) == nullptr) {
-      const Status st = c.allreduce(o);
+      const Status st = c.allreduce(in_place_sum(c, a.data(), a.size(), COLLX_FLOAT32));
       TCHECK(st.code() == COLLX_ERR_UNSUPPORTED);
       TCHECK(st.message().find("CUDA driver") != std::string::npos);
     }
+  });
+  // Any machine: the factory's error is the call's, and the communicator is unusable after
+  // it (its peers went on with the chunks).
+  run_ranks(2, {config_for("auto")}, [&](int, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    FakeDriver devs;
+    c.set_memory_query(&devs);
+    c.set_copier_factory([](int device, std::unique_ptr<DeviceCopier>*) {
+      return error(COLLX_ERR_TRANSPORT, "no pinned memory for device %d", device);
+    });
+    std::vector<float> a(16, 1.0f);
+    devs.device_memory(a.data(), a.size() * 4, 2);
+    const Status st = c.allreduce(in_place_sum(c, a.data(), a.size(), COLLX_FLOAT32));
+    TCHECK(st.code() == COLLX_ERR_TRANSPORT);
+    TCHECK(st.message() == "no pinned memory for device 2");
+    TCHECK(a[0] == 1.0f);
+    const Status next = c.allreduce(in_place_sum(c, a.data(), a.size(), COLLX_FLOAT32));
+    TCHECK(next.code() == COLLX_ERR_COMM_FAILED);
   });
 }
 
@@ -318,20 +341,11 @@ TEST_CASE("device buffers under COLLX_CHECK: disagreeing counts are a mismatch o
   run_ranks(2, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
     Comm& c = *comms[0];
     FakeDriver devs;
-    c.set_memory_query(&devs);
-    c.set_copier_factory([](int, std::unique_ptr<DeviceCopier>* out) {
-      *out = std::make_unique<FakeCopier>();
-      return Status();
-    });
+    use_fakes(c, devs);
     std::vector<float> buf(5000, 1.0f);
     devs.device_memory(buf.data(), buf.size() * 4, 0);
     auto call = [&](size_t count) {
-      AllreduceOp o;
-      TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &o.red).ok());
-      o.send = o.recv = buf.data();
-      o.count = count;
-      TCHECK(c.check_memory(o.send, o.recv, count * 4, "test", &o).ok());
-      return c.allreduce(o);
+      return c.allreduce(in_place_sum(c, buf.data(), count, COLLX_FLOAT32));
     };
     // 5000 and 4000 floats: the first three 1024-element chunks alone would agree.
     const Status st = call(rank == 0 ? 5000 : 4000);
@@ -362,11 +376,7 @@ TEST_CASE("device buffers: non-blocking, staged on the communicator's thread, in
   run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
     Comm& c = *comms[0];
     FakeDriver devs;
-    c.set_memory_query(&devs);
-    c.set_copier_factory([](int, std::unique_ptr<DeviceCopier>* out) {
-      *out = std::make_unique<FakeCopier>();
-      return Status();
-    });
+    use_fakes(c, devs);
     // Device and host operations interleaved, of sizes from one chunk to many.
     constexpr int kOps = 6;
     std::vector<std::vector<int64_t>> bufs(kOps);
@@ -376,11 +386,7 @@ TEST_CASE("device buffers: non-blocking, staged on the communicator's thread, in
       bufs[k].assign(count, 0);
       fill_input(COLLX_INT64, COLLX_SUM, rank, count, bufs[k].data());
       if (k % 2 == 0) devs.device_memory(bufs[k].data(), count * 8, 0);
-      AllreduceOp o;
-      TCHECK(make_reducer(COLLX_INT64, COLLX_SUM, &o.red).ok());
-      o.send = o.recv = bufs[k].data();
-      o.count = count;
-      TCHECK(c.check_memory(o.send, o.recv, count * 8, "test", &o).ok());
+      const AllreduceOp o = in_place_sum(c, bufs[k].data(), count, COLLX_INT64);
       TCHECK((o.mem == MemKind::kDevice) == (k % 2 == 0));
       const Status st = c.iallreduce(o, &reqs[k]);
       TCHECK(st.ok());
