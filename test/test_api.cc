@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collx/collx.h"
+#include "memory/cuda_driver.h"
 
 namespace {
 
@@ -149,6 +150,21 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   collx_status_t st;
   while ((st = collx_test(&r)) == COLLX_IN_PROGRESS) {}
   CHECK(st == COLLX_SUCCESS);
+
+  // collx_allreduce_stream: the same validation; host buffers with the null stream work
+  // anywhere; another stream needs a CUDA driver to wait on it.
+  CHECK(collx_allreduce_stream(a, a + 1, 4, COLLX_FLOAT32, COLLX_SUM, c, nullptr) ==
+        COLLX_ERR_INVALID_ARG);
+  CHECK(says("collx_allreduce_stream"));
+  b[0] = 0;
+  CHECK(collx_allreduce_stream(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c, nullptr) == COLLX_SUCCESS);
+  CHECK(b[0] == a[0]);
+  if (collx::cuda_memory_query() == nullptr) {
+    auto* stream = reinterpret_cast<CUstream_st*>(uintptr_t{0x10});
+    CHECK(collx_allreduce_stream(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c, stream) ==
+          COLLX_ERR_UNSUPPORTED);
+    CHECK(says("stream"));
+  }
 
   int v = -1;
   CHECK(collx_comm_rank(c, &v) == COLLX_SUCCESS);

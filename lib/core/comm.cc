@@ -273,11 +273,27 @@ Comm::~Comm() {
   if (context_ != nullptr) context_->live_comms.fetch_sub(1);
 }
 
+Status Comm::usable() const {
+  if (failed_.ok()) return Status();
+  return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
+               failed_.message().c_str());
+}
+
+// COLLX_CHECK inside the running operation. On disagreement it ends the operation: nothing is
+// in flight then, so the communicator stays usable; any other error (timeout, peer failure)
+// leaves it unusable.
+Status Comm::agree(const AllreduceOp& op, uint32_t seq) {
+  Status st = check_agreement(op, seq);
+  if (st.ok()) return st;
+  st = transport_->end_op(std::move(st));
+  if (st.code() != COLLX_ERR_MISMATCH) fail(st);
+  return st;
+}
+
 Status Comm::execute(const AllreduceOp& op) {
   if (op.mem == MemKind::kDevice) return execute_staged(op);
-  const uint32_t seq = next_seq_++;
   if (op.on_stream) COLLX_TRY(cuda_stream_synchronize(op.stream));
-  return execute_host(op, seq, config_.check);
+  return execute_host(op, next_seq_++, config_.check);
 }
 
 // Device buffers: the host algorithms reduce them chunk by chunk in pinned host memory, each
@@ -285,18 +301,12 @@ Status Comm::execute(const AllreduceOp& op) {
 // calls that disagree could agree), so that a mismatch leaves every rank at the same
 // sequence number.
 Status Comm::execute_staged(const AllreduceOp& op) {
-  if (!failed_.ok()) {
-    return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
-                 failed_.message().c_str());
-  }
+  COLLX_TRY(usable());
   if (config_.check && size() > 1) {
     const uint32_t seq = next_seq_++;
     transport_->begin_op(seq, config_.timeout_s, config_.spin);
-    Status agree = transport_->end_op(check_agreement(op, seq));
-    if (!agree.ok()) {
-      if (agree.code() != COLLX_ERR_MISMATCH) fail(agree);
-      return agree;
-    }
+    COLLX_TRY(agree(op, seq));
+    COLLX_TRY(transport_->end_op(Status()));
   }
   Status st;
   if (copier_ == nullptr || copier_device_ != op.device) {
@@ -323,10 +333,7 @@ Status Comm::execute_staged(const AllreduceOp& op) {
 }
 
 Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
-  if (!failed_.ok()) {
-    return error(COLLX_ERR_COMM_FAILED, "communicator unusable after an earlier error: %s",
-                 failed_.message().c_str());
-  }
+  COLLX_TRY(usable());
   const int p = size();
   const auto* send = static_cast<const uint8_t*>(op.send);
   auto* recv = static_cast<uint8_t*>(op.recv);
@@ -337,16 +344,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   }
   if (op.count == 0 && !check) return Status();
   transport_->begin_op(seq, config_.timeout_s, config_.spin);
-  if (check) {
-    Status agree = check_agreement(op, seq);
-    if (!agree.ok()) {
-      // A disagreement found by the check leaves nothing in flight: the communicator stays
-      // usable. Any other error (timeout, peer failure) does not.
-      agree = transport_->end_op(std::move(agree));
-      if (agree.code() != COLLX_ERR_MISMATCH) fail(agree);
-      return agree;
-    }
-  }
+  if (check) COLLX_TRY(agree(op, seq));
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
                            scratch_,    config_.ring_segment, shm_.get()};

@@ -94,6 +94,8 @@ class Comm {
   Status execute_host(const AllreduceOp& op, uint32_t seq, bool check);
   Status execute_staged(const AllreduceOp& op);
   Status run_barrier();
+  Status usable() const;  // COLLX_ERR_COMM_FAILED once fail() was called
+  Status agree(const AllreduceOp& op, uint32_t seq);
   void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
