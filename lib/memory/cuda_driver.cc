@@ -33,7 +33,6 @@ struct Driver {
   CUresult (*primary_release)(int);
   CUresult (*ctx_push)(void*);
   CUresult (*ctx_pop)(void**);
-  CUresult (*ctx_get_current)(void**);
   CUresult (*stream_create)(void**, unsigned);
   CUresult (*stream_destroy)(void*);
   CUresult (*stream_synchronize)(void*);
@@ -108,7 +107,6 @@ void load() {
       find(lib, "cuDevicePrimaryCtxRelease_v2", &d.primary_release) &&
       find(lib, "cuCtxPushCurrent_v2", &d.ctx_push) &&
       find(lib, "cuCtxPopCurrent_v2", &d.ctx_pop) &&
-      find(lib, "cuCtxGetCurrent", &d.ctx_get_current) &&
       find(lib, "cuStreamCreate", &d.stream_create) &&
       find(lib, "cuStreamDestroy_v2", &d.stream_destroy) &&
       find(lib, "cuStreamSynchronize", &d.stream_synchronize) &&
