@@ -127,4 +127,8 @@ int reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t 
   return result;
 }
 
+const char* error_string(int cuda_error) {
+  return cudaGetErrorString(static_cast<cudaError_t>(cuda_error));
+}
+
 }  // namespace collx::cuda

@@ -23,4 +23,7 @@ constexpr int kMaxInputs = 8;
 int reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
            collx_op_t op, int ranks, void* stream);
 
+// The CUDA runtime's text for a cudaError_t.
+const char* error_string(int cuda_error);
+
 }  // namespace collx::cuda

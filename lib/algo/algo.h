@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "api/status.h"
+#include "memory/ipc_cache.h"
 #include "reduce/reduce.h"
 #include "select/select.h"
 #include "transport/transport.h"
@@ -16,6 +17,7 @@
 namespace collx {
 
 class ShmChannel;
+class DeviceIpc;
 
 // Temporary space owned by the communicator and reused between calls: after warm-up a repeated
 // call allocates nothing (and UCX's registration cache keeps it registered).
@@ -64,6 +66,36 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a);  // needs a.shm
 Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer access
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
+
+// A device buffer as the peers open it: the IPC handle of its allocation, its offset in the
+// allocation and the allocation's buffer id (in the exporting process).
+struct IpcExport {
+  IpcHandle handle;
+  uint64_t offset = 0;
+  uint64_t buffer_id = 0;
+};
+
+// The CUDA IPC allreduce of device buffers, for the ranks of one node (algo/cuda_ipc.cc).
+struct CudaIpcArgs {
+  Transport& t;         // for the deadline of every wait
+  ShmChannel& ch;       // flags and buffer descriptions
+  DeviceIpc* dev;       // null: this rank cannot take part
+  IpcCache* peers;      // the peers' allocations opened here (through dev)
+  collx_dtype_t dtype;
+  collx_op_t op;
+  size_t elem_size;
+  const uint8_t* send;  // device memory; equals recv for in-place
+  uint8_t* recv;
+  size_t count;         // > 0; communicator size > 1
+  bool exported;        // send_x and recv_x are valid
+  IpcExport send_x, recv_x;
+  bool two_shot;        // cuda_ipc_two_shot, else cuda_ipc_one_shot
+};
+
+// Every rank describes its buffers and opens the peers'; where any rank cannot (no IPC
+// handle, a device it cannot reach, an open that fails), all of them see it and return with
+// *ran false having reduced nothing, for the caller to stage the buffers instead.
+Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran);
 
 Status barrier(Transport& t);
 

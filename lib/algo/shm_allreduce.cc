@@ -29,31 +29,21 @@
 
 #include "algo/algo.h"
 #include "algo/rank_math.h"
+#include "algo/shm_sync.h"
 #include "transport/shm.h"
 
 namespace collx {
 
 namespace {
 
-// Waits until flag `which` of every rank has reached `epoch`.
 Status wait_all(const AllreduceArgs& a, ShmFlag ShmRankFlags::*which, uint64_t epoch,
                 const char* what) {
-  ShmChannel& ch = *a.shm;
-  for (int q = 0; q < ch.size(); ++q) {
-    const std::atomic<uint64_t>& f = (ch.flags(q).*which).epoch;
-    COLLX_TRY(a.t.wait_until([&] { return f.load(std::memory_order_acquire) >= epoch; }, q,
-                             what));
-  }
-  return Status();
+  return shm_wait_all(a.t, *a.shm, which, epoch, what);
 }
 
 Status read_peer(const AllreduceArgs& a, int q, uint64_t remote, void* local, size_t bytes) {
   Status st = a.shm->read(q, remote, local, bytes);
   return st.ok() ? st : a.t.step_error(st, q, "reading the buffer of");
-}
-
-void publish(ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint64_t epoch) {
-  (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
 }
 
 // out = x0 op x1 op ... x(p-1), left to right, where x(q) = input(q).
@@ -86,7 +76,7 @@ Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& red
     const size_t n = std::min(per, a.count - off);
     const uint64_t e = ch.next_epoch();
     copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem, copy_in);
-    publish(ch, &ShmRankFlags::ready, e);
+    shm_publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
   }
@@ -142,7 +132,7 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
           if (into != out) std::memcpy(out, into, mine.len * elem);
           copy_streaming(ch.result(e) + at, into, mine.len * elem);
         }
-        publish(ch, &ShmRankFlags::reduced, e);
+        shm_publish(ch, &ShmRankFlags::reduced, e);
         if (last.epoch != 0) COLLX_TRY(copy_out_others(last));
         last = {e, off, n};
         return Status();
@@ -157,7 +147,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
   const uint64_t e = ch.next_epoch();
   ch.flags(r).buffers = ShmBuffers{reinterpret_cast<uint64_t>(a.send),
                                    reinterpret_cast<uint64_t>(a.recv)};
-  publish(ch, &ShmRankFlags::ready, e);
+  shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "name its buffers"));
 
   const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
@@ -187,7 +177,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
       partial = dst;
     }
   }
-  publish(ch, &ShmRankFlags::reduced, e);
+  shm_publish(ch, &ShmRankFlags::reduced, e);
   COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
   // Every rank has read all its inputs: the other slices of this rank's output (its input,
   // for in-place) are free to be overwritten with their owners' results.
@@ -197,7 +187,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
     const size_t at = theirs.begin * elem;
     COLLX_TRY(read_peer(a, q, ch.flags(q).buffers.recv + at, a.recv + at, theirs.len * elem));
   }
-  publish(ch, &ShmRankFlags::done, e);
+  shm_publish(ch, &ShmRankFlags::done, e);
   return wait_all(a, &ShmRankFlags::done, e, "copy its result out");
 }
 

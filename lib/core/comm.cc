@@ -42,7 +42,8 @@ Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection
       config_(config),
       selection_(std::move(selection)),
       pointers_(std::make_unique<PointerCache>(cuda_memory_query())),
-      make_copier_(cuda_copier) {
+      make_copier_(cuda_copier),
+      make_ipc_(cuda_device_ipc) {
   if (config.profile) profile_ = std::make_unique<Profile>();
 }
 
@@ -72,6 +73,10 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
   // Managed memory is host-accessible: the host algorithms reduce it where it is.
   op->mem = s.kind == MemKind::kDevice ? MemKind::kDevice : MemKind::kHost;
   op->device = s.device;
+  op->send_base = s.base;
+  op->recv_base = r.base;
+  op->send_id = s.buffer_id;
+  op->recv_id = r.buffer_id;
   return Status();
 }
 
@@ -239,10 +244,29 @@ Status Comm::setup_shm(const std::string& name, const Status& created,
                             : ShmSegment::attach(name, bytes, &seg);
     segment_.reset(seg);
   }
-  int64_t ok = attached.ok() ? 1 : 0;
-  COLLX_TRY(small_allreduce(&ok, 1, COLLX_MIN));
+  // With the attach status, the settings that decide which collectives a call with device
+  // buffers runs: ranks that differ would wait for each other in different ones. Each value
+  // and its negation, so that one minimum gives both the smallest and the largest.
+  const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
+  const int64_t settings[3] = {config_.cuda_ipc ? 1 : 0, clamp(config_.cuda_two_shot),
+                               clamp(config_.staging_chunk)};
+  int64_t v[7] = {attached.ok() ? 1 : 0};
+  for (int i = 0; i < 3; ++i) v[1 + i] = settings[i], v[4 + i] = -settings[i];
+  COLLX_TRY(small_allreduce(v, 7, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
+  static const char* const kNames[3] = {"COLLX_CUDA", "COLLX_CUDA_TWO_SHOT",
+                                        "COLLX_STAGING_CHUNK"};
+  for (int i = 0; i < 3; ++i) {
+    if (v[1 + i] != -v[4 + i]) {
+      return error(COLLX_ERR_CONFIG,
+                   "rank %d: %s differs between the ranks (from %lld to %lld): set it alike on "
+                   "all ranks",
+                   rank(), kNames[i], static_cast<long long>(v[1 + i]),
+                   static_cast<long long>(-v[4 + i]));
+    }
+  }
+  const int64_t ok = v[0];
   if (ok == 1) {
     shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk,
                                         std::move(pids));
@@ -291,16 +315,16 @@ Status Comm::agree(const AllreduceOp& op, uint32_t seq) {
 }
 
 Status Comm::execute(const AllreduceOp& op) {
-  if (op.mem == MemKind::kDevice) return execute_staged(op);
+  if (op.mem == MemKind::kDevice) return execute_device(op);
   if (op.on_stream) COLLX_TRY(cuda_stream_synchronize(op.stream));
   return execute_host(op, next_seq_++, config_.check);
 }
 
-// Device buffers: the host algorithms reduce them chunk by chunk in pinned host memory, each
-// chunk a collective of its own. COLLX_CHECK checks the call as a whole first (the chunks of
+// Device buffers: over CUDA IPC where every rank of the node can take part, else staged
+// through host memory. COLLX_CHECK checks the call as a whole first (the chunks of staged
 // calls that disagree could agree), so that a mismatch leaves every rank at the same
 // sequence number.
-Status Comm::execute_staged(const AllreduceOp& op) {
+Status Comm::execute_device(const AllreduceOp& op) {
   COLLX_TRY(usable());
   if (config_.check && size() > 1) {
     const uint32_t seq = next_seq_++;
@@ -308,6 +332,73 @@ Status Comm::execute_staged(const AllreduceOp& op) {
     COLLX_TRY(agree(op, seq));
     COLLX_TRY(transport_->end_op(Status()));
   }
+  // Every rank takes the same branch: the shared segment, COLLX_CUDA (agreed at creation),
+  // the count (COLLX_CHECK verifies it) and the kind of memory are the same on all ranks.
+  if (shm_ != nullptr && config_.cuda_ipc && op.count > 0 && size() > 1) {
+    bool ran = false;
+    Status st = execute_ipc(op, &ran);
+    if (!st.ok() || ran) return st;
+  }
+  return execute_staged(op);
+}
+
+Status Comm::ipc_export(uintptr_t base, uint64_t id, const void* p, IpcExport* out) {
+  IpcHandle* h = ipc_handles_.find(id);
+  if (h == nullptr) {
+    IpcHandle fresh;
+    COLLX_TRY(ipc_dev_->export_handle(reinterpret_cast<const void*>(base), &fresh));
+    ++ipc_exported_;
+    h = &ipc_handles_.put(id, fresh, [](uint64_t, IpcHandle&) {});
+  }
+  *out = IpcExport{*h, reinterpret_cast<uintptr_t>(p) - base, id};
+  return Status();
+}
+
+Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
+  *ran = false;
+  // This rank's part: its device's IPC object (kept across calls) and its buffers' handles.
+  // Where it cannot, it still takes part in the vote, which then sends every rank to staging.
+  Status local;
+  if (ipc_dev_ == nullptr || ipc_device_ != op.device) {
+    ipc_peers_.reset();  // its mappings close through the old object
+    ipc_dev_.reset();
+    ipc_device_ = -1;
+    std::unique_ptr<DeviceIpc> dev;
+    local = make_ipc_(op.device, &dev);
+    if (local.ok()) {
+      ipc_dev_ = std::move(dev);
+      ipc_peers_ = std::make_unique<IpcCache>(ipc_dev_.get(), std::max<size_t>(64, 4 * size()));
+      ipc_device_ = op.device;
+    }
+  }
+  // The peers read the input as soon as this rank says it is there.
+  if (local.ok()) local = ipc_dev_->wait_stream(op.on_stream ? op.stream : nullptr);
+  IpcExport send_x, recv_x;
+  if (local.ok()) local = ipc_export(op.send_base, op.send_id, op.send, &send_x);
+  if (local.ok()) local = ipc_export(op.recv_base, op.recv_id, op.recv, &recv_x);
+  const CudaIpcArgs args{*transport_,
+                         *shm_,
+                         ipc_dev_.get(),
+                         ipc_peers_.get(),
+                         op.dtype,
+                         op.op,
+                         op.red.elem_size,
+                         static_cast<const uint8_t*>(op.send),
+                         static_cast<uint8_t*>(op.recv),
+                         op.count,
+                         local.ok(),
+                         send_x,
+                         recv_x,
+                         op.count * op.red.elem_size >= config_.cuda_two_shot};
+  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+  Status st = transport_->end_op(allreduce_cuda_ipc(args, ran));
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+// Host staging: the host algorithms reduce device buffers chunk by chunk in pinned host
+// memory, each chunk a collective of its own.
+Status Comm::execute_staged(const AllreduceOp& op) {
   Status st;
   if (copier_ == nullptr || copier_device_ != op.device) {
     copier_.reset();

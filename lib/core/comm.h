@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/profile.h"
 #include "memory/device_copy.h"
+#include "memory/device_ipc.h"
 #include "memory/pointer_cache.h"
 #include "select/select.h"
 #include "transport/shm.h"
@@ -33,8 +34,10 @@ struct AllreduceOp {
   Reducer red;
   collx_dtype_t dtype = COLLX_FLOAT32;  // what the caller asked for (COLLX_CHECK reports it)
   collx_op_t op = COLLX_SUM;
-  MemKind mem = MemKind::kHost;  // kDevice: staged through pinned host memory
+  MemKind mem = MemKind::kHost;  // kDevice: CUDA IPC within a node, else host staging
   int device = -1;               // the CUDA device of device buffers
+  uintptr_t send_base = 0, recv_base = 0;  // device buffers: their allocations' starts
+  uint64_t send_id = 0, recv_id = 0;       // and buffer ids (pointer cache)
   bool on_stream = false;        // collx_allreduce_stream: ordered after work on `stream`
   void* stream = nullptr;
 };
@@ -65,7 +68,8 @@ class Comm {
   void release() { busy_.store(false, std::memory_order_release); }
 
   // Where the buffers of a call live (pointer cache): both must be the same kind of memory,
-  // and inside one allocation; `fn` names the caller. Sets op->mem and op->device.
+  // and inside one allocation; `fn` names the caller. Sets op->mem, device and the
+  // allocations of device buffers.
   Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
                       AllreduceOp* op);
   // Tests: classify buffers through `q` instead of the CUDA driver.
@@ -75,6 +79,14 @@ class Comm {
   // pass one that stages plain memory).
   using CopierFactory = std::function<Status(int device, std::unique_ptr<DeviceCopier>*)>;
   void set_copier_factory(CopierFactory f) { make_copier_ = std::move(f); }
+  // Makes the object through which device buffers of a device are reduced over CUDA IPC
+  // (cuda_device_ipc by default; tests pass one over plain memory).
+  using IpcFactory = std::function<Status(int device, std::unique_ptr<DeviceIpc>*)>;
+  void set_ipc_factory(IpcFactory f) { make_ipc_ = std::move(f); }
+  // The IPC registration cache of the current device (null before the first IPC call).
+  const IpcCache* ipc_cache() const { return ipc_peers_.get(); }
+  // IPC handles exported so far (each allocation once).
+  uint64_t ipc_exports() const { return ipc_exported_; }
 
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);
@@ -92,7 +104,12 @@ class Comm {
   // buffers.
   Status execute(const AllreduceOp& op);
   Status execute_host(const AllreduceOp& op, uint32_t seq, bool check);
+  Status execute_device(const AllreduceOp& op);
+  // *ran false: some rank could not take part, nothing was done (the caller stages).
+  Status execute_ipc(const AllreduceOp& op, bool* ran);
   Status execute_staged(const AllreduceOp& op);
+  // This rank's IPC description of a device buffer (an export per allocation, cached).
+  Status ipc_export(uintptr_t base, uint64_t id, const void* p, IpcExport* out);
   Status run_barrier();
   Status usable() const;  // COLLX_ERR_COMM_FAILED once fail() was called
   Status agree(const AllreduceOp& op, uint32_t seq);
@@ -118,6 +135,12 @@ class Comm {
   CopierFactory make_copier_;
   std::unique_ptr<DeviceCopier> copier_;  // for device copier_device_ (kept across calls)
   int copier_device_ = -1;
+  IpcFactory make_ipc_;
+  std::unique_ptr<DeviceIpc> ipc_dev_;     // for device ipc_device_ (kept across calls)
+  std::unique_ptr<IpcCache> ipc_peers_;    // opened through ipc_dev_: destroyed before it
+  LruMap<uint64_t, IpcHandle> ipc_handles_{1024};  // this process's exports, by buffer id
+  uint64_t ipc_exported_ = 0;
+  int ipc_device_ = -1;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1

@@ -52,6 +52,14 @@ const ConfigRow kRows[] = {
      "CUDA device buffers are reduced by the host algorithms through pinned host memory in "
      "chunks of this size, each chunk's copy to the host overlapping the previous chunk's "
      "reduction and its copy back the next one's. Set it alike on all ranks."},
+    {"COLLX_CUDA", "bool", "1",
+     "CUDA device buffers of ranks on one node whose GPUs can read each other's memory (the "
+     "same GPU, or peer access) are reduced by GPU kernels over CUDA IPC; 0 stages them "
+     "through host memory instead (for comparison). Set it alike on all ranks."},
+    {"COLLX_CUDA_TWO_SHOT", "bytes", "256K",
+     "CUDA IPC: messages of at least this size use the two-shot algorithm (reduce-scatter, "
+     "then allgather through IPC reads), smaller ones the one-shot (every rank reduces all "
+     "inputs). Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth); at its destruction rank 0 prints the table combined "
@@ -146,14 +154,17 @@ Status load_config(Config* out, char** env) {
           c.staging_chunk > (size_t{1} << 30)) {
         return bad(row.name, v, "a size between 4K and 1G");
       }
+    } else if (name == "COLLX_CUDA_TWO_SHOT") {
+      if (!parse_bytes(v, &c.cuda_two_shot)) return bad(row.name, v, "a size such as 256K");
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
     } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK" ||
-               name == "COLLX_PROFILE") {
+               name == "COLLX_PROFILE" || name == "COLLX_CUDA") {
       if (v != "0" && v != "1") return bad(row.name, v, "0 or 1");
       (name == "COLLX_MPI"       ? c.mpi
        : name == "COLLX_CHECK"   ? c.check
        : name == "COLLX_PROFILE" ? c.profile
+       : name == "COLLX_CUDA"    ? c.cuda_ipc
                                  : c.mpi_verbose) = v == "1";
     } else if (name == "COLLX_PROFILE_FILE") {
       c.profile_file = v;

@@ -34,6 +34,8 @@ struct Config {
   size_t cma_min = 16 << 10;
   size_t shm_chunk = 256 << 10;
   size_t staging_chunk = 1 << 20;  // device buffers: bytes per staged chunk
+  bool cuda_ipc = true;            // COLLX_CUDA: device buffers over CUDA IPC within a node
+  size_t cuda_two_shot = 256 << 10;  // device buffers of at least this size: two-shot
   bool profile = false;      // COLLX_PROFILE
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on

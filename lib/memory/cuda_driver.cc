@@ -2,8 +2,16 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <mutex>
+
+#include "collx_build_config.h"
+#if COLLX_HAVE_CUDA
+#include "cuda/reduce.h"
+#endif
 
 namespace collx {
 
@@ -20,6 +28,10 @@ constexpr int kAttrRangeStart = 11;  // CU_POINTER_ATTRIBUTE_RANGE_START_ADDR
 constexpr int kAttrRangeSize = 12;   // CU_POINTER_ATTRIBUTE_RANGE_SIZE
 constexpr unsigned kMemoryTypeDevice = 2;   // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemoryTypeUnified = 4;  // CU_MEMORYTYPE_UNIFIED
+constexpr unsigned kIpcLazyPeerAccess = 1;  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+struct CuIpcMemHandle {                     // CUipcMemHandle, passed by value
+  char reserved[64];
+};
 
 // The driver entry points libcollx uses, looked up once.
 struct Driver {
@@ -45,6 +57,14 @@ struct Driver {
   CUresult (*host_free)(void*);
   CUresult (*copy_to_host)(void*, CUdeviceptr, size_t, void*);
   CUresult (*copy_to_device)(CUdeviceptr, const void*, size_t, void*);
+  CUresult (*copy_device)(CUdeviceptr, CUdeviceptr, size_t, void*);
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*ipc_get)(CuIpcMemHandle*, CUdeviceptr);
+  CUresult (*ipc_open)(CUdeviceptr*, CuIpcMemHandle, unsigned);
+  CUresult (*ipc_close)(CUdeviceptr);
+  CUresult (*device_uuid)(DeviceUuid*, int);
+  CUresult (*can_access_peer)(int*, int, int);
 };
 
 class CudaDriverQuery final : public MemoryQuery {
@@ -117,7 +137,14 @@ void load() {
       find(lib, "cuEventSynchronize", &d.event_synchronize) &&
       find(lib, "cuMemHostAlloc", &d.host_alloc) && find(lib, "cuMemFreeHost", &d.host_free) &&
       find(lib, "cuMemcpyDtoHAsync_v2", &d.copy_to_host) &&
-      find(lib, "cuMemcpyHtoDAsync_v2", &d.copy_to_device);
+      find(lib, "cuMemcpyHtoDAsync_v2", &d.copy_to_device) &&
+      find(lib, "cuMemcpyDtoDAsync_v2", &d.copy_device) &&
+      find(lib, "cuMemAlloc_v2", &d.mem_alloc) && find(lib, "cuMemFree_v2", &d.mem_free) &&
+      find(lib, "cuIpcGetMemHandle", &d.ipc_get) &&
+      find(lib, "cuIpcOpenMemHandle_v2", &d.ipc_open) &&
+      find(lib, "cuIpcCloseMemHandle", &d.ipc_close) &&
+      find(lib, "cuDeviceGetUuid_v2", &d.device_uuid) &&
+      find(lib, "cuDeviceCanAccessPeer", &d.can_access_peer);
   int devices = 0;
   if (!all) {
     g_why = "CUDA driver too old (lacks an entry point libcollx uses)";
@@ -138,12 +165,63 @@ const Driver* driver() {
   return g_query != nullptr ? &g_driver : nullptr;
 }
 
-Status failed(const Driver& d, CUresult rc, const char* what, int device) {
+const char* driver_text(const Driver& d, CUresult rc) {
   const char* text = nullptr;
   if (d.error_string(rc, &text) != 0 || text == nullptr) text = "unknown error";
-  return error(COLLX_ERR_TRANSPORT, "CUDA driver: %s (device %d) failed: %s (%d)", what, device,
-               text, rc);
+  return text;
 }
+
+Status failed(const Driver& d, CUresult rc, const char* what, int device) {
+  return error(COLLX_ERR_TRANSPORT, "CUDA driver: %s (device %d) failed: %s (%d)", what, device,
+               driver_text(d, rc), rc);
+}
+
+// A device's primary context, retained for the owner's lifetime; a Scope makes it current
+// for the duration of a call, whatever the caller's thread had current.
+class PrimaryContext {
+ public:
+  PrimaryContext(const Driver& d, int device) : d(d), device(device) {}
+  ~PrimaryContext() {
+    if (ctx != nullptr) d.primary_release(cu_device);
+  }
+  PrimaryContext(const PrimaryContext&) = delete;
+  PrimaryContext& operator=(const PrimaryContext&) = delete;
+
+  Status open() {
+    CUresult rc = d.device_get(&cu_device, device);
+    if (rc != 0) return failed(d, rc, "cuDeviceGet", device);
+    rc = d.primary_retain(&ctx, cu_device);
+    if (rc != 0) {
+      ctx = nullptr;
+      return failed(d, rc, "cuDevicePrimaryCtxRetain", device);
+    }
+    return Status();
+  }
+
+  Status check(CUresult rc, const char* what) const {
+    return rc == 0 ? Status() : failed(d, rc, what, device);
+  }
+
+  struct Scope {
+    explicit Scope(const PrimaryContext& c) : c(c) {
+      const CUresult rc = c.ctx != nullptr ? c.d.ctx_push(c.ctx) : 201;  // INVALID_CONTEXT
+      if (rc != 0) status = failed(c.d, rc, "cuCtxPushCurrent", c.device);
+      pushed = rc == 0;
+    }
+    ~Scope() {
+      void* popped = nullptr;
+      if (pushed) c.d.ctx_pop(&popped);
+    }
+    const PrimaryContext& c;
+    Status status;
+    bool pushed = false;
+  };
+
+  const Driver& d;
+  const int device;
+  int cu_device = 0;
+  void* ctx = nullptr;
+};
 
 // Host staging over the driver: two streams of the device's primary context (copies in,
 // copies out), an event per slot and queue, pinned slots from cuMemHostAlloc. The streams
@@ -151,36 +229,26 @@ Status failed(const Driver& d, CUresult rc, const char* what, int device) {
 // MPI's copies do.
 class CudaCopier final : public DeviceCopier {
  public:
-  CudaCopier(const Driver& d, int device) : d_(d), device_(device) {}
+  CudaCopier(const Driver& d, int device) : d_(d), pc_(d, device) {}
 
   ~CudaCopier() override {
-    if (ctx_ == nullptr) return;
-    if (d_.ctx_push(ctx_) == 0) {
-      for (int s = 0; s < kSlots; ++s) {
-        for (void* e : {in_done_[s], out_done_[s]}) {
-          if (e != nullptr) d_.event_destroy(e);
-        }
-        if (slots_[s] != nullptr) d_.host_free(slots_[s]);
+    Scope scope(pc_);
+    if (!scope.status.ok()) return;
+    for (int s = 0; s < kSlots; ++s) {
+      for (void* e : {in_done_[s], out_done_[s]}) {
+        if (e != nullptr) d_.event_destroy(e);
       }
-      if (user_done_ != nullptr) d_.event_destroy(user_done_);
-      for (void* st : {in_, out_}) {
-        if (st != nullptr) d_.stream_destroy(st);
-      }
-      void* popped = nullptr;
-      d_.ctx_pop(&popped);
+      if (slots_[s] != nullptr) d_.host_free(slots_[s]);
     }
-    d_.primary_release(cu_device_);
+    if (user_done_ != nullptr) d_.event_destroy(user_done_);
+    for (void* st : {in_, out_}) {
+      if (st != nullptr) d_.stream_destroy(st);
+    }
   }
 
   Status open() {
-    CUresult rc = d_.device_get(&cu_device_, device_);
-    if (rc != 0) return failed(d_, rc, "cuDeviceGet", device_);
-    rc = d_.primary_retain(&ctx_, cu_device_);
-    if (rc != 0) {
-      ctx_ = nullptr;
-      return failed(d_, rc, "cuDevicePrimaryCtxRetain", device_);
-    }
-    Scope scope(*this);
+    COLLX_TRY(pc_.open());
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
     COLLX_TRY(check(d_.stream_create(&in_, 0), "cuStreamCreate"));
@@ -195,7 +263,7 @@ class CudaCopier final : public DeviceCopier {
 
   Status reserve(size_t bytes) override {
     if (bytes <= slot_bytes_) return Status();
-    Scope scope(*this);
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     for (int s = 0; s < kSlots; ++s) {
       // Nothing queued still uses the old slots: every call waits for all its copies.
@@ -215,7 +283,7 @@ class CudaCopier final : public DeviceCopier {
   uint8_t* slot(int s) override { return slots_[s]; }
 
   Status copy_in(int s, const void* src, size_t n) override {
-    Scope scope(*this);
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     COLLX_TRY(check(d_.copy_to_host(slots_[s], reinterpret_cast<CUdeviceptr>(src), n, in_),
                     "cuMemcpyDtoHAsync"));
@@ -223,7 +291,7 @@ class CudaCopier final : public DeviceCopier {
   }
 
   Status copy_out(void* dst, int s, size_t n) override {
-    Scope scope(*this);
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     COLLX_TRY(check(d_.copy_to_device(reinterpret_cast<CUdeviceptr>(dst), slots_[s], n, out_),
                     "cuMemcpyHtoDAsync"));
@@ -235,43 +303,25 @@ class CudaCopier final : public DeviceCopier {
   Status wait_out(int s) override { return wait(out_done_[s]); }
 
   Status after_stream(void* stream) override {
-    Scope scope(*this);
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     COLLX_TRY(check(d_.event_record(user_done_, stream), "cuEventRecord on the caller's stream"));
     return check(d_.stream_wait_event(in_, user_done_, 0), "cuStreamWaitEvent");
   }
 
  private:
-  // The device's primary context is current for the scope, whatever the caller's thread had.
-  struct Scope {
-    explicit Scope(CudaCopier& c) : c(c) {
-      const CUresult rc = c.d_.ctx_push(c.ctx_);
-      if (rc != 0) status = failed(c.d_, rc, "cuCtxPushCurrent", c.device_);
-      pushed = rc == 0;
-    }
-    ~Scope() {
-      void* popped = nullptr;
-      if (pushed) c.d_.ctx_pop(&popped);
-    }
-    CudaCopier& c;
-    Status status;
-    bool pushed = false;
-  };
+  using Scope = PrimaryContext::Scope;
 
   Status wait(void* event) {
-    Scope scope(*this);
+    Scope scope(pc_);
     COLLX_TRY(scope.status);
     return check(d_.event_synchronize(event), "cuEventSynchronize");
   }
 
-  Status check(CUresult rc, const char* what) const {
-    return rc == 0 ? Status() : failed(d_, rc, what, device_);
-  }
+  Status check(CUresult rc, const char* what) const { return pc_.check(rc, what); }
 
   const Driver& d_;
-  int device_;
-  int cu_device_ = 0;
-  void* ctx_ = nullptr;
+  PrimaryContext pc_;  // declared first among the resources: released last
   void* in_ = nullptr;
   void* out_ = nullptr;
   void* user_done_ = nullptr;
@@ -279,6 +329,173 @@ class CudaCopier final : public DeviceCopier {
   void* out_done_[kSlots] = {};
   uint8_t* slots_[kSlots] = {};
   size_t slot_bytes_ = 0;
+};
+
+// The CUDA IPC allreduce's device over the driver: a blocking stream of the device's primary
+// context (so its work also waits for the legacy default stream), the kernels of cuda/ (the
+// runtime launches them into the current, primary, context), IPC handles through the driver.
+class CudaDeviceIpc final : public DeviceIpc {
+ public:
+  CudaDeviceIpc(const Driver& d, int device) : d_(d), pc_(d, device) {}
+
+  ~CudaDeviceIpc() override {
+    Scope scope(pc_);
+    if (!scope.status.ok()) return;
+    if (stream_ != nullptr) d_.stream_synchronize(stream_);
+    for (CUdeviceptr p : {scratch_.p, chain_.p}) {
+      if (p != 0) d_.mem_free(p);
+    }
+    if (stream_ != nullptr) d_.stream_destroy(stream_);
+  }
+
+  Status open() {
+    COLLX_TRY(pc_.open());
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    COLLX_TRY(pc_.check(d_.device_uuid(&uuid_, pc_.cu_device), "cuDeviceGetUuid"));
+    return pc_.check(d_.stream_create(&stream_, 0), "cuStreamCreate");
+  }
+
+  DeviceUuid uuid() const override { return uuid_; }
+
+  bool can_reach(const DeviceUuid& peer) override {
+    if (peer == uuid_) return true;
+    if (auto it = reach_.find(peer); it != reach_.end()) return it->second;
+    bool can = false;
+    int n = 0;
+    if (d_.device_count(&n) == 0) {
+      for (int i = 0; i < n; ++i) {
+        int dev = 0, access = 0;
+        DeviceUuid u;
+        if (d_.device_get(&dev, i) != 0 || d_.device_uuid(&u, dev) != 0 || u != peer) continue;
+        can = d_.can_access_peer(&access, pc_.cu_device, dev) == 0 && access != 0;
+        break;
+      }
+    }
+    reach_[peer] = can;  // a device this process cannot see is out of reach too
+    return can;
+  }
+
+  Status export_handle(const void* base, IpcHandle* out) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    CuIpcMemHandle h;
+    COLLX_TRY(pc_.check(d_.ipc_get(&h, reinterpret_cast<CUdeviceptr>(base)), "cuIpcGetMemHandle"));
+    static_assert(sizeof h == sizeof out->bytes);
+    std::memcpy(out->bytes.data(), &h, sizeof h);
+    return Status();
+  }
+
+  Status open(int peer, const IpcHandle& handle, void** base) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    CuIpcMemHandle h;
+    std::memcpy(&h, handle.bytes.data(), sizeof h);
+    CUdeviceptr p = 0;
+    const CUresult rc = d_.ipc_open(&p, h, kIpcLazyPeerAccess);
+    if (rc != 0) {
+      return error(COLLX_ERR_TRANSPORT,
+                   "CUDA driver: cuIpcOpenMemHandle of rank %d's buffer (device %d) failed: %s (%d)",
+                   peer, pc_.device, driver_text(d_, rc), rc);
+    }
+    *base = reinterpret_cast<void*>(p);
+    return Status();
+  }
+
+  void close(void* base) override {
+    Scope scope(pc_);
+    if (scope.status.ok()) d_.ipc_close(reinterpret_cast<CUdeviceptr>(base));
+  }
+
+  Status scratch(size_t bytes, void** out) override {
+    COLLX_TRY(grow(&scratch_, bytes));
+    *out = reinterpret_cast<void*>(scratch_.p);
+    return Status();
+  }
+
+  Status wait_stream(void* stream) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    return pc_.check(d_.stream_synchronize(stream), "cuStreamSynchronize of the caller's stream");
+  }
+
+  // The kernels take up to cuda::kMaxInputs inputs in one pass; more are reduced in groups
+  // through a buffer of this object, left to right, so dst may still be any of the inputs.
+  Status reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
+                collx_op_t op, int ranks) override {
+#if COLLX_HAVE_CUDA
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    constexpr int kMax = cuda::kMaxInputs;
+    if (n <= kMax) return launched(cuda::reduce(dst, in, n, count, dtype, op, ranks, stream_));
+    COLLX_TRY(grow(&chain_, count * collx_dtype_size(dtype)));
+    void* acc = reinterpret_cast<void*>(chain_.p);
+    const collx_op_t partial = op == COLLX_AVG ? COLLX_SUM : op;  // avg divides once, at the end
+    COLLX_TRY(launched(cuda::reduce(acc, in, kMax, count, dtype, partial, 1, stream_)));
+    const void* group[kMax];
+    for (int k = kMax; k < n;) {
+      const int take = std::min(kMax - 1, n - k);
+      group[0] = acc;
+      for (int j = 0; j < take; ++j) group[1 + j] = in[k + j];
+      k += take;
+      const bool last = k == n;
+      COLLX_TRY(launched(cuda::reduce(last ? dst : acc, group, 1 + take, count, dtype,
+                                      last ? op : partial, ranks, stream_)));
+    }
+    return Status();
+#else
+    (void)dst, (void)in, (void)n, (void)count, (void)dtype, (void)op, (void)ranks;
+    return error(COLLX_ERR_UNSUPPORTED, "libcollx was built without its CUDA kernels");
+#endif
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    return pc_.check(d_.copy_device(reinterpret_cast<CUdeviceptr>(dst),
+                                    reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+                     "cuMemcpyDtoDAsync");
+  }
+
+  Status synchronize() override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    return pc_.check(d_.stream_synchronize(stream_), "cuStreamSynchronize");
+  }
+
+ private:
+  using Scope = PrimaryContext::Scope;
+  struct Buffer {
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+  };
+
+  Status grow(Buffer* b, size_t bytes) {
+    if (bytes <= b->bytes) return Status();
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    COLLX_TRY(pc_.check(d_.stream_synchronize(stream_), "cuStreamSynchronize"));  // not in use
+    if (b->p != 0) d_.mem_free(b->p);
+    *b = Buffer{};
+    COLLX_TRY(pc_.check(d_.mem_alloc(&b->p, bytes), "cuMemAlloc"));
+    b->bytes = bytes;
+    return Status();
+  }
+
+#if COLLX_HAVE_CUDA
+  Status launched(int cuda_error) const {
+    if (cuda_error == 0) return Status();
+    return error(COLLX_ERR_TRANSPORT, "CUDA: reduction kernel launch on device %d failed: %s",
+                 pc_.device, cuda::error_string(cuda_error));
+  }
+#endif
+
+  const Driver& d_;
+  PrimaryContext pc_;  // declared first among the resources: released last
+  void* stream_ = nullptr;
+  DeviceUuid uuid_;
+  Buffer scratch_, chain_;
+  std::map<DeviceUuid, bool> reach_;
 };
 
 }  // namespace
@@ -296,6 +513,18 @@ Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out) {
                  g_why.c_str());
   }
   auto c = std::make_unique<CudaCopier>(*d, device);
+  COLLX_TRY(c->open());
+  *out = std::move(c);
+  return Status();
+}
+
+Status cuda_device_ipc(int device, std::unique_ptr<DeviceIpc>* out) {
+  const Driver* d = driver();
+  if (d == nullptr) {
+    return error(COLLX_ERR_UNSUPPORTED, "CUDA IPC without a usable CUDA driver: %s",
+                 g_why.c_str());
+  }
+  auto c = std::make_unique<CudaDeviceIpc>(*d, device);
   COLLX_TRY(c->open());
   *out = std::move(c);
   return Status();

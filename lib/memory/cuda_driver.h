@@ -8,6 +8,7 @@
 
 #include "api/status.h"
 #include "memory/device_copy.h"
+#include "memory/device_ipc.h"
 #include "memory/pointer_cache.h"
 
 namespace collx {
@@ -19,6 +20,10 @@ MemoryQuery* cuda_memory_query(std::string* why = nullptr);
 // A DeviceCopier for CUDA device `device` (host staging), or COLLX_ERR_UNSUPPORTED without a
 // driver, or the driver's error.
 Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out);
+
+// The CUDA IPC allreduce's DeviceIpc for CUDA device `device`, or COLLX_ERR_UNSUPPORTED
+// without a driver, or the driver's error.
+Status cuda_device_ipc(int device, std::unique_ptr<DeviceIpc>* out);
 
 // Waits for the work queued on a CUstream / cudaStream_t (null: the legacy default stream).
 Status cuda_stream_synchronize(void* stream);

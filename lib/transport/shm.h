@@ -34,11 +34,22 @@ struct alignas(64) ShmBuffers {
   uint64_t recv = 0;
 };
 
+// cuda_ipc_*: a rank's description of its device buffers (algo/cuda_ipc.cc lays it out),
+// written before `ready` is published; its vote, written before `voted` is.
+struct alignas(64) ShmIpcArea {
+  uint8_t descriptor[192];
+  uint32_t vote;
+};
+
 struct ShmRankFlags {
-  ShmFlag ready;    // its input for the epoch is in its slot (shm_cma: its buffers are named)
+  ShmFlag ready;    // its input for the epoch is in its slot (shm_cma, cuda_ipc_*: its
+                    // buffers are named)
   ShmFlag reduced;  // its slice of the epoch's result is in the result area
-  ShmFlag done;     // shm_cma: it has copied its result out (its buffers are free again)
+  ShmFlag done;     // shm_cma, cuda_ipc_*: it has copied its result out (its buffers are free
+                    // again)
+  ShmFlag voted;    // cuda_ipc_*: it has opened the peers' buffers (or failed to) and voted
   ShmBuffers buffers;
+  ShmIpcArea ipc;
 };
 
 class ShmChannel {

@@ -1,0 +1,150 @@
+// CUDA IPC allreduce of device buffers for the ranks of one node whose GPUs can read each
+// other's memory (several ranks on one GPU, or GPUs with peer access). Each rank's kernels
+// read the peers' buffers directly, through IPC mappings of the peers' allocations kept open
+// by the IPC registration cache (memory/ipc_cache.h), so a repeated call opens nothing.
+//
+// cuda_ipc_one_shot  every rank reduces all inputs, in rank order, into its own output: one
+//                    kernel, p reads of every element. For small messages (latency).
+// cuda_ipc_two_shot  rank r reduces slice r of all inputs, in rank order, into slice r of its
+//                    own output; then copies every other slice from its owner's output. Each
+//                    element is read p times in all and written p times, whatever p: for
+//                    large messages (bandwidth).
+//
+// Both reduce in rank order, so the results are bitwise identical on all ranks.
+//
+// The ranks synchronise through the node's shared segment (host flags, epochs as in
+// transport/shm.h), after the GPU work they order has finished (the stream synchronised):
+//   ready    its input is complete on the device and its buffers are described;
+//   voted    it has opened every peer's buffers, or says it cannot;
+//   reduced  its reduction has finished: it reads no peer's input any more (one-shot), its
+//            slice of the result is complete (two-shot);
+//   done     two-shot: it has copied the other slices out: it reads no peer's output any more.
+// No rank writes memory a peer may still read: a one-shot in place reduces into scratch and
+// copies the result over its input only after every rank has finished reading that input;
+// a two-shot writes only its own slice (read by nobody else before `reduced`) until
+// `reduced`, and no rank returns (freeing its buffers for reuse) before `done`.
+//
+// Host flags, not flags in device memory written by the kernels themselves: with several
+// processes on one GPU and no MPS the GPU runs one process's kernels at a time, so a kernel
+// spinning on a flag that a kernel of another process sets would hold the GPU while the other
+// waits for its time slice.
+#include <cstring>
+#include <vector>
+
+#include "algo/algo.h"
+#include "algo/rank_math.h"
+#include "algo/shm_sync.h"
+#include "memory/device_ipc.h"
+#include "transport/shm.h"
+
+namespace collx {
+
+namespace {
+
+// What a rank writes into its ShmIpcArea before publishing `ready`.
+struct Descriptor {
+  DeviceUuid device;
+  uint32_t exported;  // send and recv are valid
+  IpcExport send, recv;
+};
+static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
+
+// Describes this rank's buffers, waits for every rank's description, opens the peers'
+// buffers and votes. *ran: every rank could; then send_of[q] and recv_of[q] are rank q's
+// buffers as this process addresses them.
+Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
+                         std::vector<const uint8_t*>* send_of, std::vector<uint8_t*>* recv_of) {
+  ShmChannel& ch = a.ch;
+  const int p = ch.size(), r = ch.rank();
+  Descriptor mine{};
+  if (a.dev != nullptr) mine.device = a.dev->uuid();
+  mine.exported = a.dev != nullptr && a.exported ? 1 : 0;
+  mine.send = a.send_x;
+  mine.recv = a.recv_x;
+  std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
+  shm_publish(ch, &ShmRankFlags::ready, e);
+  COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its device buffers"));
+
+  send_of->assign(static_cast<size_t>(p), nullptr);
+  recv_of->assign(static_cast<size_t>(p), nullptr);
+  bool ok = mine.exported != 0;
+  for (int q = 0; q < p && ok; ++q) {
+    if (q == r) {
+      (*send_of)[q] = a.send;
+      (*recv_of)[q] = a.recv;
+      continue;
+    }
+    Descriptor d;
+    std::memcpy(&d, ch.flags(q).ipc.descriptor, sizeof d);
+    ok = d.exported != 0 && a.dev->can_reach(d.device);
+    void* send_base = nullptr;
+    void* recv_base = nullptr;
+    ok = ok && a.peers->map(q, d.send.handle, d.send.buffer_id, &send_base).ok() &&
+         a.peers->map(q, d.recv.handle, d.recv.buffer_id, &recv_base).ok();
+    if (ok) {
+      (*send_of)[q] = static_cast<const uint8_t*>(send_base) + d.send.offset;
+      (*recv_of)[q] = static_cast<uint8_t*>(recv_base) + d.recv.offset;
+    }
+  }
+  ch.flags(r).ipc.vote = ok ? 1 : 0;
+  shm_publish(ch, &ShmRankFlags::voted, e);
+  COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::voted, e, "open the peers' device buffers"));
+  for (int q = 0; q < p; ++q) ok = ok && ch.flags(q).ipc.vote != 0;
+  *ran = ok;
+  return Status();
+}
+
+Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>& inputs) {
+  const int p = a.ch.size();
+  const size_t bytes = a.count * a.elem_size;
+  // In place, the output is this rank's input, which the peers are reading: the result waits
+  // in scratch until they are done.
+  void* dst = a.recv;
+  if (a.send == a.recv) COLLX_TRY(a.dev->scratch(bytes, &dst));
+  COLLX_TRY(a.dev->reduce(dst, inputs.data(), p, a.count, a.dtype, a.op, p));
+  COLLX_TRY(a.dev->synchronize());
+  shm_publish(a.ch, &ShmRankFlags::reduced, e);
+  COLLX_TRY(shm_wait_all(a.t, a.ch, &ShmRankFlags::reduced, e, "read this rank's input"));
+  if (dst == a.recv) return Status();
+  COLLX_TRY(a.dev->copy(a.recv, dst, bytes));
+  return a.dev->synchronize();
+}
+
+Status two_shot(const CudaIpcArgs& a, uint64_t e, std::vector<const void*>& inputs,
+                const std::vector<uint8_t*>& recv_of) {
+  const int p = a.ch.size(), r = a.ch.rank();
+  const size_t elem = a.elem_size;
+  const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
+  if (mine.len > 0) {
+    const size_t at = mine.begin * elem;
+    for (const void*& in : inputs) in = static_cast<const uint8_t*>(in) + at;
+    COLLX_TRY(a.dev->reduce(a.recv + at, inputs.data(), p, mine.len, a.dtype, a.op, p));
+    COLLX_TRY(a.dev->synchronize());
+  }
+  shm_publish(a.ch, &ShmRankFlags::reduced, e);
+  COLLX_TRY(shm_wait_all(a.t, a.ch, &ShmRankFlags::reduced, e, "reduce its slice"));
+  for (int q = 0; q < p; ++q) {
+    const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
+    if (q == r || theirs.len == 0) continue;
+    const size_t at = theirs.begin * elem;
+    COLLX_TRY(a.dev->copy(a.recv + at, recv_of[q] + at, theirs.len * elem));
+  }
+  COLLX_TRY(a.dev->synchronize());
+  shm_publish(a.ch, &ShmRankFlags::done, e);
+  return shm_wait_all(a.t, a.ch, &ShmRankFlags::done, e, "copy its result out");
+}
+
+}  // namespace
+
+Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran) {
+  *ran = false;
+  const uint64_t e = a.ch.next_epoch();
+  std::vector<const uint8_t*> send_of;
+  std::vector<uint8_t*> recv_of;
+  COLLX_TRY(describe_and_open(a, e, ran, &send_of, &recv_of));
+  if (!*ran) return Status();
+  std::vector<const void*> inputs(send_of.begin(), send_of.end());
+  return a.two_shot ? two_shot(a, e, inputs, recv_of) : one_shot(a, e, inputs);
+}
+
+}  // namespace collx

@@ -1,0 +1,31 @@
+// Synchronisation through the flags of a ShmChannel (transport/shm.h), shared by the
+// algorithms that use one: a rank publishes an epoch on one of its flags with a release
+// store, and waits, with acquire loads and the operation's deadline, for a flag of every rank
+// to reach it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "api/status.h"
+#include "transport/shm.h"
+#include "transport/transport.h"
+
+namespace collx {
+
+// Waits until flag `which` of every rank has reached `epoch`; `what` names the step in a
+// timeout's message ("waiting for rank q to <what>").
+inline Status shm_wait_all(Transport& t, const ShmChannel& ch, ShmFlag ShmRankFlags::*which,
+                           uint64_t epoch, const char* what) {
+  for (int q = 0; q < ch.size(); ++q) {
+    const std::atomic<uint64_t>& f = (ch.flags(q).*which).epoch;
+    COLLX_TRY(t.wait_until([&] { return f.load(std::memory_order_acquire) >= epoch; }, q, what));
+  }
+  return Status();
+}
+
+inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint64_t epoch) {
+  (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
+}
+
+}  // namespace collx

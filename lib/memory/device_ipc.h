@@ -1,0 +1,51 @@
+// What the CUDA IPC allreduce (algo/cuda_ipc.cc) needs of one GPU: its identity, whether it
+// can read another GPU's memory, exporting and opening allocations across processes, and a
+// stream of its own on which it reduces (kernels) and copies. An interface, so that the
+// algorithm runs, and is tested, without a GPU: cuda_driver.cc implements it over the CUDA
+// driver and the kernels of cuda/, the tests over plain memory whose "device work" takes
+// effect only when synchronized, as asynchronous work does.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+
+#include "api/status.h"
+#include "collx/collx.h"
+#include "memory/ipc_cache.h"
+
+namespace collx {
+
+// A GPU's UUID: the same in every process, whatever CUDA_VISIBLE_DEVICES numbers it.
+struct DeviceUuid {
+  std::array<uint8_t, 16> bytes{};
+  auto operator<=>(const DeviceUuid&) const = default;
+};
+
+class DeviceIpc : public IpcOpener {
+ public:
+  virtual DeviceUuid uuid() const = 0;
+  // Whether kernels on this device can read memory of device `peer`: the same device, or one
+  // with peer access.
+  virtual bool can_reach(const DeviceUuid& peer) = 0;
+  // The IPC handle of the allocation that starts at `base`.
+  virtual Status export_handle(const void* base, IpcHandle* out) = 0;
+  // Device memory of at least `bytes`, owned by this object and kept across calls.
+  virtual Status scratch(size_t bytes, void** out) = 0;
+
+  // Blocks until the work queued on `stream` (a cudaStream_t; null: the legacy default
+  // stream, which waits for every blocking stream) has finished: the input is complete.
+  virtual Status wait_stream(void* stream) = 0;
+
+  // Work on this object's stream, run in the order queued and asynchronously to the caller:
+  // dst = in[0] op in[1] op ... op in[n-1] (left to right; avg divides by `ranks`), for any
+  // n >= 1. dst may be one of the inputs (the same address, never a partial overlap).
+  virtual Status reduce(void* dst, const void* const* in, int n, size_t count,
+                        collx_dtype_t dtype, collx_op_t op, int ranks) = 0;
+  virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // Blocks until all work queued so far has finished.
+  virtual Status synchronize() = 0;
+};
+
+}  // namespace collx
