@@ -13,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include "common/fake_copier.h"
 #include "common/fake_driver.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
@@ -23,65 +24,6 @@ using namespace collx;
 using namespace collx::test;
 
 namespace {
-
-struct FakeCopier : DeviceCopier {
-  struct Copy {
-    int slot;
-    std::function<void()> run;
-  };
-  std::vector<std::vector<uint8_t>> slots = std::vector<std::vector<uint8_t>>(kSlots);
-  std::deque<Copy> in, out;
-  std::vector<std::string> hazards;
-  std::vector<void*> streams;  // after_stream calls
-  int fail_out_at = -1;        // the n-th copy_out fails (0-based); -1: none
-  int outs = 0, reserves = 0;
-
-  Status reserve(size_t bytes) override {
-    ++reserves;
-    for (auto& s : slots) {
-      if (s.size() < bytes) s.assign(bytes, 0xee);
-    }
-    return Status();
-  }
-  uint8_t* slot(int s) override {
-    for (const Copy& c : in) {
-      if (c.slot == s) hazards.push_back("slot " + std::to_string(s) + " read before its copy in finished");
-    }
-    return slots[s].data();
-  }
-  Status copy_in(int s, const void* src, size_t n) override {
-    for (const Copy& c : out) {
-      if (c.slot == s) hazards.push_back("slot " + std::to_string(s) + " refilled while a copy out of it was pending");
-    }
-    if (n > slots[s].size()) hazards.push_back("copy in larger than the slot");
-    in.push_back({s, [=, this] { std::memcpy(slots[s].data(), src, n); }});
-    return Status();
-  }
-  Status copy_out(void* dst, int s, size_t n) override {
-    if (outs++ == fail_out_at) return error(COLLX_ERR_TRANSPORT, "fake copy out failed");
-    out.push_back({s, [=, this] { std::memcpy(dst, slots[s].data(), n); }});
-    return Status();
-  }
-  // A queue runs in order: waiting for slot s runs every copy up to the last one of s.
-  static Status wait(std::deque<Copy>& q, int s) {
-    size_t last = q.size();
-    for (size_t i = 0; i < q.size(); ++i) {
-      if (q[i].slot == s) last = i;
-    }
-    if (last == q.size()) return Status();
-    for (size_t i = 0; i <= last; ++i) {
-      q.front().run();
-      q.pop_front();
-    }
-    return Status();
-  }
-  Status wait_in(int s) override { return wait(in, s); }
-  Status wait_out(int s) override { return wait(out, s); }
-  Status after_stream(void* stream) override {
-    streams.push_back(stream);
-    return Status();
-  }
-};
 
 // `devs` as c's CUDA driver, and plain fake copiers.
 void use_fakes(Comm& c, FakeDriver& devs) {
@@ -186,6 +128,7 @@ TEST_CASE("device buffers: staged allreduce over 1, 2, 3 and 5 ranks, every dtyp
     for (const char* algo : {"auto", "ring", "shm_two_shot"}) {
       Config cfg = config_for(algo, 4096);
       cfg.staging_chunk = 4096;
+      cfg.cuda_ipc = false;  // within a node device buffers would go over CUDA IPC
       std::barrier sync(p);
       std::vector<uint8_t> expected;
       std::atomic<int> failures{0};

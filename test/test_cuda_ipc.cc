@@ -1,0 +1,320 @@
+// The CUDA IPC allreduce (algo/cuda_ipc.cc) through the communicator, without a GPU: "device"
+// memory is ordinary memory that a fake driver calls device memory, the ranks are threads, an
+// IPC handle names an address in this process, and the fake device's kernels and copies take
+// effect only when its stream is synchronized, as asynchronous GPU work does. A rank that
+// published a flag before its work had finished, or that returned while a peer could still
+// read its buffers, shows up as a wrong result (each rank poisons its buffers as soon as its
+// call returns) or, under ThreadSanitizer, as a data race.
+#include <catch2/catch.hpp>
+
+#include <barrier>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "common/fake_copier.h"
+#include "common/fake_driver.h"
+#include "common/inproc.h"
+#include "common/pattern.h"
+
+using namespace collx;
+using namespace collx::test;
+
+namespace {
+
+struct FakeDeviceIpc : DeviceIpc {
+  DeviceUuid id;
+  std::set<DeviceUuid> unreachable;
+  bool fail_open = false;
+  int exports = 0, opens = 0, closes = 0, syncs = 0;
+  std::vector<void*> streams;  // wait_stream calls
+  std::vector<std::function<void()>> queued;
+  std::vector<uint8_t> scratch_mem;
+
+  explicit FakeDeviceIpc(uint8_t device) { id.bytes[0] = device; }
+
+  DeviceUuid uuid() const override { return id; }
+  bool can_reach(const DeviceUuid& peer) override { return unreachable.count(peer) == 0; }
+  Status export_handle(const void* base, IpcHandle* out) override {
+    ++exports;
+    *out = IpcHandle{};
+    std::memcpy(out->bytes.data(), &base, sizeof base);
+    return Status();
+  }
+  Status open(int peer, const IpcHandle& h, void** base) override {
+    if (fail_open) return error(COLLX_ERR_TRANSPORT, "fake open of rank %d failed", peer);
+    ++opens;
+    std::memcpy(base, h.bytes.data(), sizeof *base);
+    return Status();
+  }
+  void close(void*) override { ++closes; }
+  Status scratch(size_t bytes, void** out) override {
+    if (scratch_mem.size() < bytes) scratch_mem.assign(bytes, 0xee);
+    *out = scratch_mem.data();
+    return Status();
+  }
+  Status wait_stream(void* stream) override {
+    streams.push_back(stream);
+    return Status();
+  }
+  Status reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
+                collx_op_t op, int ranks) override {
+    Reducer red;
+    COLLX_TRY(make_reducer(dtype, op, &red));
+    std::vector<const void*> inputs(in, in + n);
+    // Like the kernels, every input is read before dst is written (dst may be an input).
+    queued.push_back([=] {
+      const size_t bytes = count * red.elem_size;
+      std::vector<uint8_t> acc(static_cast<const uint8_t*>(inputs[0]),
+                               static_cast<const uint8_t*>(inputs[0]) + bytes);
+      for (size_t k = 1; k < inputs.size(); ++k) {
+        red(acc.data(), acc.data(), static_cast<const uint8_t*>(inputs[k]), count);
+      }
+      if (red.finalize != nullptr) red.finalize(acc.data(), count, ranks);
+      std::memcpy(dst, acc.data(), bytes);
+    });
+    return Status();
+  }
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    queued.push_back([=] { std::memcpy(dst, src, bytes); });
+    return Status();
+  }
+  Status synchronize() override {
+    ++syncs;
+    for (auto& f : queued) f();
+    queued.clear();
+    return Status();
+  }
+};
+
+// One rank's fakes: its driver, its IPC device (made on first use) and its copiers.
+struct Fakes {
+  FakeDriver devs;
+  FakeDeviceIpc* ipc = nullptr;
+  int ipc_made = 0, copiers_made = 0;
+  std::function<void(FakeDeviceIpc&)> setup = [](FakeDeviceIpc&) {};
+
+  void attach(Comm& c, uint8_t device_uuid = 7) {
+    c.set_memory_query(&devs);
+    c.set_ipc_factory([this, device_uuid](int, std::unique_ptr<DeviceIpc>* out) {
+      auto d = std::make_unique<FakeDeviceIpc>(device_uuid);
+      setup(*d);
+      ipc = d.get();
+      ++ipc_made;
+      *out = std::move(d);
+      return Status();
+    });
+    c.set_copier_factory([this](int, std::unique_ptr<DeviceCopier>* out) {
+      ++copiers_made;
+      *out = std::make_unique<FakeCopier>();
+      return Status();
+    });
+  }
+};
+
+AllreduceOp device_op(Comm& c, const void* send, void* recv, size_t count, collx_dtype_t d,
+                      collx_op_t op) {
+  AllreduceOp o;
+  TCHECK(make_reducer(d, op, &o.red).ok());
+  o.dtype = d;
+  o.op = op;
+  o.send = send;
+  o.recv = recv;
+  o.count = count;
+  TCHECK(c.check_memory(send, recv, count * o.red.elem_size, "test", &o).ok());
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA IPC: one-shot and two-shot over 2, 3 and 5 ranks, every dtype x op, in place") {
+  for (int p : {2, 3, 5}) {
+    for (bool two_shot : {false, true}) {
+      Config cfg = config_for("auto", 4096);
+      cfg.cuda_two_shot = two_shot ? 0 : SIZE_MAX;
+      std::barrier sync(p);
+      std::vector<uint8_t> expected;
+      std::atomic<int> failures{0};
+      run_ranks(p, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+        Comm& c = *comms[0];
+        Fakes f;
+        f.attach(c);
+        const size_t pm1 = static_cast<size_t>(p) - 1;
+        for (size_t count : {size_t{1}, pm1, size_t{1000}, size_t{5003}}) {
+          for (collx_dtype_t d : all_dtypes()) {
+            for (collx_op_t op : all_ops()) {
+              if (!op_valid(d, op)) continue;
+              const size_t bytes = count * collx_dtype_size(d);
+              if (rank == 0) {
+                expected.resize(bytes);
+                fill_expected(d, op, p, count, expected.data());
+              }
+              sync.arrive_and_wait();
+              for (bool in_place : {false, true}) {
+                std::vector<uint8_t> send(bytes + 1), recv(bytes + 64, 0xab);
+                f.devs.allocs.clear();
+                f.devs.device_memory(send.data(), send.size(), 0);
+                f.devs.device_memory(recv.data(), recv.size(), 0);
+                uint8_t* in = in_place ? recv.data() : send.data();
+                fill_input(d, op, rank, count, in);
+                const Status st = c.allreduce(device_op(c, in, recv.data(), count, d, op));
+                const bool ok = st.ok() && std::memcmp(recv.data(), expected.data(), bytes) == 0 &&
+                                recv[bytes] == 0xab && recv[bytes + 63] == 0xab &&
+                                f.ipc != nullptr && f.ipc->queued.empty();
+                // The caller owns its buffers again: a peer still reading them reads garbage.
+                std::memset(send.data(), 0xcd, send.size());
+                std::memset(recv.data(), 0xcd, recv.size());
+                if (!ok && failures.fetch_add(1) == 0) {
+                  TCHECK(st.message() == "");
+                  TCHECK(std::string("first failure: p=") + std::to_string(p) +
+                             (two_shot ? " two-shot" : " one-shot") + " count " +
+                             std::to_string(count) + " " + collx_dtype_name(d) + " " +
+                             collx_op_name(op) + (in_place ? " in place" : "") ==
+                         "");
+                }
+                sync.arrive_and_wait();  // the buffers go out of scope next
+              }
+            }
+          }
+        }
+        TCHECK(f.copiers_made == 0);  // never staged
+        TCHECK(f.ipc_made == 1);
+      });
+      CHECK(failures.load() == 0);
+    }
+  }
+}
+
+TEST_CASE("CUDA IPC cache: opens on the first call, none after; a reallocation reopens") {
+  run_ranks(3, {config_for("auto")}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<float> a(1000), b(1000);
+    f.devs.device_memory(a.data(), a.size() * 4, 0);
+    f.devs.device_memory(b.data(), b.size() * 4, 0);
+    auto call = [&] {
+      std::fill(a.begin(), a.end(), 1.0f + static_cast<float>(rank));
+      return c.allreduce(device_op(c, a.data(), b.data(), a.size(), COLLX_FLOAT32, COLLX_SUM));
+    };
+    Status st = call();
+    TCHECK(st.ok());
+    // Each peer's two allocations, opened once; this rank's two, exported once.
+    TCHECK(c.ipc_cache()->stats().opens == 4);
+    TCHECK(c.ipc_exports() == 2);
+    for (int i = 0; i < 5; ++i) {
+      st = call();
+      TCHECK(st.ok());
+    }
+    TCHECK(c.ipc_cache()->stats().opens == 4);
+    TCHECK(c.ipc_cache()->stats().hits == 5 * 4);
+    TCHECK(c.ipc_exports() == 2);
+    TCHECK(b[999] == 6.0f);
+
+    // Every rank frees `a` and allocates again at the same address (the driver gives the new
+    // allocation a new buffer id): the peers reopen it, and only it.
+    f.devs.device_memory(a.data(), a.size() * 4, 0);
+    st = call();
+    TCHECK(st.ok());
+    TCHECK(c.ipc_cache()->stats().opens == 6);
+    TCHECK(c.ipc_cache()->stats().closes == 2);
+    TCHECK(c.ipc_exports() == 3);
+    TCHECK(b[0] == 6.0f);
+    TCHECK(f.copiers_made == 0);
+  });
+}
+
+TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead") {
+  struct Case {
+    const char* what;
+    std::function<void(int rank, Fakes&)> spoil;
+  };
+  const Case cases[] = {
+      {"a peer's GPU out of reach",
+       [](int rank, Fakes& f) {
+         if (rank == 2) f.setup = [](FakeDeviceIpc& d) { d.unreachable.insert(DeviceUuid{}); };
+       }},
+      {"an open that fails",
+       [](int rank, Fakes& f) {
+         if (rank == 1) f.setup = [](FakeDeviceIpc& d) { d.fail_open = true; };
+       }},
+      {"no IPC device", [](int, Fakes&) {}},  // set below: the factory fails on rank 0
+  };
+  for (const Case& k : cases) {
+    run_ranks(3, {config_for("auto")}, [&](int rank, std::vector<Comm*>& comms) {
+      Comm& c = *comms[0];
+      Fakes f;
+      // Rank 1's GPU has another UUID: the "out of reach" case makes rank 2 unable to read it.
+      f.attach(c, rank == 1 ? 0 : 7);
+      k.spoil(rank, f);
+      if (std::string(k.what) == "no IPC device" && rank == 0) {
+        c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) {
+          return error(COLLX_ERR_UNSUPPORTED, "no IPC here");
+        });
+      }
+      std::vector<int32_t> buf(3000, rank + 1);
+      f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+      for (int i = 0; i < 2; ++i) {
+        const Status st =
+            c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_INT32, COLLX_SUM));
+        TCHECK(st.message() == "");
+      }
+      INFO(k.what);
+      TCHECK(buf[0] == 18);  // 1 + 2 + 3, then 3 * 6
+      TCHECK(buf[2999] == 18);
+      TCHECK(f.copiers_made == 1);  // staged, the copier kept across calls
+    });
+  }
+}
+
+TEST_CASE("CUDA IPC: COLLX_CUDA=0 stages; the caller's stream is waited for") {
+  Config off = config_for("auto");
+  off.cuda_ipc = false;
+  run_ranks(2, {off, config_for("auto")}, [&](int rank, std::vector<Comm*>& comms) {
+    Fakes staged, ipc;
+    staged.attach(*comms[0]);
+    ipc.attach(*comms[1]);
+    std::vector<double> a(500, 1.0), b(500, 1.0);
+    staged.devs.device_memory(a.data(), a.size() * 8, 0);
+    ipc.devs.device_memory(b.data(), b.size() * 8, 0);
+    Status st = comms[0]->allreduce(
+        device_op(*comms[0], a.data(), a.data(), a.size(), COLLX_FLOAT64, COLLX_SUM));
+    TCHECK(st.ok());
+    TCHECK(staged.ipc_made == 0);
+    TCHECK(staged.copiers_made == 1);
+    TCHECK(a[499] == 2.0);
+
+    AllreduceOp o = device_op(*comms[1], b.data(), b.data(), b.size(), COLLX_FLOAT64, COLLX_MAX);
+    st = comms[1]->allreduce(o);
+    TCHECK(st.ok());
+    o.on_stream = true;
+    o.stream = reinterpret_cast<void*>(uintptr_t{0x5150} + rank);
+    st = comms[1]->allreduce(o);
+    TCHECK(st.ok());
+    TCHECK(ipc.copiers_made == 0);
+    TCHECK(ipc.ipc->streams == std::vector<void*>{nullptr, o.stream});
+    TCHECK(b[0] == 1.0);
+  });
+}
+
+TEST_CASE("CUDA IPC under COLLX_CHECK: a disagreement is a mismatch, and the ranks stay in step") {
+  Config cfg = config_for("auto");
+  cfg.check = true;
+  run_ranks(2, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<float> buf(5000, 1.0f);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+    auto call = [&](size_t count) {
+      return c.allreduce(device_op(c, buf.data(), buf.data(), count, COLLX_FLOAT32, COLLX_SUM));
+    };
+    const Status st = call(rank == 0 ? 5000 : 4000);
+    TCHECK(st.code() == COLLX_ERR_MISMATCH);
+    TCHECK(buf[0] == 1.0f);
+    const Status again = call(5000);
+    TCHECK(again.ok());
+    TCHECK(buf[4999] == 2.0f);
+  });
+}
