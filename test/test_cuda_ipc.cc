@@ -242,6 +242,7 @@ TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead"
       {"no IPC device", [](int, Fakes&) {}},  // set below: the factory fails on rank 0
   };
   for (const Case& k : cases) {
+    INFO(k.what);
     run_ranks(3, {config_for("auto")}, [&](int rank, std::vector<Comm*>& comms) {
       Comm& c = *comms[0];
       Fakes f;
@@ -260,7 +261,6 @@ TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead"
             c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_INT32, COLLX_SUM));
         TCHECK(st.message() == "");
       }
-      INFO(k.what);
       TCHECK(buf[0] == 18);  // 1 + 2 + 3, then 3 * 6
       TCHECK(buf[2999] == 18);
       TCHECK(f.copiers_made == 1);  // staged, the copier kept across calls

@@ -1,6 +1,6 @@
 // Device buffers through collx_allreduce over real processes (`cuda_staging_test N` forks N
 // ranks, bootstrapped through a shared-memory allgather: the GPU machine has no MPI):
-// the staged path with cudaMalloc'd buffers across the count x dtype x op x in-place matrix,
+// over CUDA IPC (the default within a node) or staged (COLLX_CUDA=0), with cudaMalloc'd buffers across the count x dtype x op x in-place matrix,
 // bitwise against the exact reference and across ranks; collx_allreduce_stream ordered
 // between copies queued on the caller's stream; a buffer freed and allocated again at the
 // same address between calls; collx_iallreduce on device buffers. Ranks share GPUs round
