@@ -318,3 +318,16 @@ TEST_CASE("CUDA IPC under COLLX_CHECK: a disagreement is a mismatch, and the ran
     TCHECK(buf[4999] == 2.0f);
   });
 }
+
+TEST_CASE("CUDA IPC algorithms are named in profiles but cannot be forced for host memory") {
+  CHECK(std::string(algo_name(Algo::kCudaIpcOneShot)) == "cuda_ipc_one_shot");
+  CHECK(std::string(algo_name(Algo::kCudaIpcTwoShot)) == "cuda_ipc_two_shot");
+  CHECK(std::string(algo_name(Algo::kStaged)) == "staged");
+  Algo a;
+  CHECK(!algo_from_name("cuda_ipc_one_shot", &a));
+  CHECK(!algo_from_name("staged", &a));
+  CHECK(algo_from_name("shm_cma", &a));
+  Config c = config_for("cuda_ipc_two_shot");
+  Selection sel;
+  CHECK(make_selection(c, 2, Locality{true, true}, &sel).code() == COLLX_ERR_CONFIG);
+}

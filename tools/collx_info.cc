@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   std::string driver;
   const bool gpu = collx::cuda_memory_query(&driver) != nullptr;
   std::printf("GPU buffers: %s (%s)\n", driver.c_str(),
-              gpu ? "device memory staged through pinned host memory; managed memory reduced in place"
+              gpu ? "device memory over CUDA IPC within a node, else staged through pinned "
+                    "host memory; managed memory reduced in place"
                   : "host memory only");
   std::printf("UCX:         %u.%u.%u (library %s)\n", maj, min, rel, ucp_get_version_string());
   std::printf("transports:  %s\n", ucx_transports().c_str());

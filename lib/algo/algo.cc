@@ -17,6 +17,9 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
       }
       if (algo == Algo::kShmCma) return allreduce_shm_cma(a);
       return algo == Algo::kShmOneShot ? allreduce_shm_one_shot(a) : allreduce_shm_two_shot(a);
+    case Algo::kCudaIpcOneShot:
+    case Algo::kCudaIpcTwoShot:
+    case Algo::kStaged:
     case Algo::kCount: break;
   }
   return error(COLLX_ERR_INTERNAL, "no allreduce algorithm %d", static_cast<int>(algo));

@@ -192,7 +192,7 @@ Status Comm::execute_profiled(const AllreduceOp& op) {
   Status st = execute(op);
   if (st.ok()) {
     const size_t bytes = op.count * op.red.elem_size;
-    profile_->record(bytes, selection_.pick(bytes), std::chrono::steady_clock::now() - t0);
+    profile_->record(bytes, ran_, std::chrono::steady_clock::now() - t0);
   }
   return st;
 }
@@ -390,6 +390,7 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
                          send_x,
                          recv_x,
                          op.count * op.red.elem_size >= config_.cuda_two_shot};
+  ran_ = args.two_shot ? Algo::kCudaIpcTwoShot : Algo::kCudaIpcOneShot;
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
   Status st = transport_->end_op(allreduce_cuda_ipc(args, ran));
   if (!st.ok()) fail(st);
@@ -418,6 +419,7 @@ Status Comm::execute_staged(const AllreduceOp& op) {
                             return execute_host(c, next_seq_++, false);
                           });
   }
+  ran_ = Algo::kStaged;
   // The peers went on with the chunks this rank did not run: it is out of step with them.
   if (!st.ok() && failed_.ok()) fail(st);
   return st;
@@ -429,6 +431,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   const auto* send = static_cast<const uint8_t*>(op.send);
   auto* recv = static_cast<uint8_t*>(op.recv);
   const size_t bytes = op.count * op.red.elem_size;
+  ran_ = selection_.pick(bytes);
   if (p == 1) {
     if (send != recv && bytes != 0) std::memcpy(recv, send, bytes);
     return Status();
@@ -439,7 +442,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
                            scratch_,    config_.ring_segment, shm_.get()};
-  Status st = transport_->end_op(run_allreduce(selection_.pick(bytes), args));
+  Status st = transport_->end_op(run_allreduce(ran_, args));
   if (!st.ok()) {
     fail(st);
     return st;

@@ -145,6 +145,7 @@ class Comm {
   std::unique_ptr<ShmChannel> shm_;
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1
   uint32_t next_seq_ = 0;
+  Algo ran_ = Algo::kCount;  // the algorithm of the last operation (for the profile)
   Status failed_;  // first error; afterwards every call fails fast
   std::atomic<bool> busy_{false};
 

@@ -1,13 +1,18 @@
 #include "select/select.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace collx {
 
 namespace {
 constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
-constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot",
-                                  "shm_two_shot", "shm_cma"};
+constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
+                                  "shm_one_shot",       "shm_two_shot", "shm_cma",
+                                  "cuda_ipc_one_shot",  "cuda_ipc_two_shot", "staged"};
+static_assert(std::size(kNames) == static_cast<size_t>(Algo::kCount));
+// The algorithms of the table (host memory); the others are chosen for device buffers.
+constexpr size_t kTableAlgos = static_cast<size_t>(Algo::kShmCma) + 1;
 
 std::string size_string(size_t b) {
   if (b == kInf) return "inf";
@@ -20,7 +25,7 @@ std::string size_string(size_t b) {
 // "recursive_doubling, rabenseifner, ...": for the errors that list the valid names.
 std::string all_names() {
   std::string s;
-  for (const char* n : kNames) s += (s.empty() ? "" : ", ") + std::string(n);
+  for (size_t i = 0; i < kTableAlgos; ++i) s += (s.empty() ? "" : ", ") + std::string(kNames[i]);
   return s;
 }
 
@@ -36,7 +41,7 @@ const char* algo_name(Algo a) {
 }
 
 bool algo_from_name(std::string_view name, Algo* out) {
-  for (size_t i = 0; i < static_cast<size_t>(Algo::kCount); ++i) {
+  for (size_t i = 0; i < kTableAlgos; ++i) {
     if (name == kNames[i]) {
       *out = static_cast<Algo>(i);
       return true;

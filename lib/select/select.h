@@ -21,6 +21,10 @@ enum class Algo : uint8_t {
   kShmOneShot,  // shared memory: needs every rank of the communicator on one node
   kShmTwoShot,
   kShmCma,  // also needs the ranks to reach each other's memory (cross-memory attach)
+  // Device buffers (not in the table: chosen by Comm, named in profiles)
+  kCudaIpcOneShot,
+  kCudaIpcTwoShot,
+  kStaged,  // through host memory, chunk by chunk, each chunk by the table's algorithm
   kCount
 };
 inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShmCma; }
