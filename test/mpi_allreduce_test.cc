@@ -186,6 +186,18 @@ void bad_config() {
              std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
          "unknown COLLX_ variable");
   unsetenv("COLLX_RING_SEGMEN");
+  // Settings that choose the collectives of a device call must agree within a node.
+  if (g_rank == 0) setenv("COLLX_CUDA_TWO_SHOT", "64K", 1);
+  const collx_status_t differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+  unsetenv("COLLX_CUDA_TWO_SHOT");
+  if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
+    expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
+           "COLLX_CUDA_TWO_SHOT may differ across nodes");
+  } else {
+    expect(differ == COLLX_ERR_CONFIG && c == nullptr &&
+               std::strstr(collx_last_error(), "COLLX_CUDA_TWO_SHOT differs") != nullptr,
+           "COLLX_CUDA_TWO_SHOT differing within a node is an error on every rank");
+  }
 }
 
 }  // namespace
