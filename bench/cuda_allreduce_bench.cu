@@ -1,0 +1,185 @@
+// Device-buffer allreduce on one GPU machine, over forked ranks (the GPU machine has no MPI):
+//   cuda_allreduce_bench N [max_bytes]
+// N ranks share the GPUs round robin (several ranks per GPU when N exceeds them). Each rank
+// holds two communicators, one over CUDA IPC (the default) and one with COLLX_CUDA=0 (host
+// staging), and times float32 sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by
+// default) on both in the same run: per size, the median over 5 repetitions of the mean time
+// per call, the slowest rank's. Bus bandwidth is 2(p-1)/p * bytes / time; the copy bandwidth
+// it is compared with is rank 0's cudaMemcpy device-to-device of 64 MiB (bytes copied / time)
+// measured in the same run before the sweep. The first call on fresh buffers, which opens the
+// peers' allocations, is timed on its own against the steady state: the IPC cache's saving
+// per call. Exits 77 without a GPU.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "collx/collx.h"
+#include "common/board.h"
+#include "common/cuda_ok.h"
+
+using namespace collx::test;
+
+namespace {
+
+constexpr int kReps = 5;
+
+// The slowest rank's value.
+double slowest(double v, Group& g) {
+  double all[kMaxRanks];
+  if (board_allgather(&v, all, sizeof v, &g) != 0) std::exit(1);
+  return *std::max_element(all, all + g.size);
+}
+
+// Median over kReps of the mean time per call, in microseconds.
+double time_calls(collx_comm_t c, float* buf, size_t count, Group& g) {
+  const size_t bytes = count * sizeof(float);
+  const int iters = static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / (bytes + 1), 5, 200));
+  auto call = [&] {
+    if (collx_allreduce(COLLX_IN_PLACE, buf, count, COLLX_FLOAT32, COLLX_SUM, c) != COLLX_SUCCESS) {
+      std::fprintf(stderr, "rank %d: %s\n", g.rank, collx_last_error());
+      std::exit(1);
+    }
+  };
+  for (int i = 0; i < 3; ++i) call();
+  std::vector<double> reps;
+  for (int r = 0; r < kReps; ++r) {
+    if (board_barrier(g) != 0) std::exit(1);
+    const double t0 = now();
+    for (int i = 0; i < iters; ++i) call();
+    reps.push_back(slowest((now() - t0) / iters * 1e6, g));
+  }
+  std::sort(reps.begin(), reps.end());
+  return reps[kReps / 2];
+}
+
+double copy_bandwidth() {
+  const size_t bytes = size_t{64} << 20;
+  void *a = nullptr, *b = nullptr;
+  CUDA_OK(cudaMalloc(&a, bytes));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 12; ++i) {
+    CUDA_OK(cudaEventRecord(e0));
+    CUDA_OK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaEventRecord(e1));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float t = 0;
+    CUDA_OK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 2) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+  return static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+}
+
+collx_comm_t make_comm(Group& g, bool ipc) {
+  if (ipc) unsetenv("COLLX_CUDA");
+  else setenv("COLLX_CUDA", "0", 1);
+  collx_comm_t c = nullptr;
+  collx_comm_params_t params{g.rank, g.size, board_allgather, &g};
+  if (collx_comm_create(&params, &c) != COLLX_SUCCESS) {
+    std::fprintf(stderr, "rank %d: %s\n", g.rank, collx_last_error());
+    std::exit(1);
+  }
+  unsetenv("COLLX_CUDA");
+  return c;
+}
+
+int run_rank(Board* board, int rank, int p, size_t max_bytes) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return 77;
+  CUDA_OK(cudaSetDevice(rank % devices));
+  Group g{board, rank, p};
+  if (collx_init() != COLLX_SUCCESS) return 1;
+  const double copy_gbs = rank == 0 ? copy_bandwidth() : 0;
+  collx_comm_t ipc = make_comm(g, true), staged = make_comm(g, false);
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(&buf, std::max<size_t>(max_bytes, 4)));
+  CUDA_OK(cudaMemset(buf, 0, std::max<size_t>(max_bytes, 4)));
+  CUDA_OK(cudaDeviceSynchronize());
+  if (rank == 0) {
+    std::printf("# libcollx device allreduce: %d ranks on %d GPU(s), float32 sum, in place\n", p,
+                std::min(p, devices));
+    std::printf("# D2D copy (rank 0, 64 MiB): %.1f GB/s\n", copy_gbs);
+    std::printf("%-10s %12s %12s %10s %14s %10s\n", "# Size", "ipc_us", "staged_us",
+                "staged/ipc", "ipc_busbw_GBs", "busbw/copy");
+  }
+  for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+    const size_t count = bytes / sizeof(float);
+    const double t_ipc = time_calls(ipc, buf, count, g);
+    const double t_staged = time_calls(staged, buf, count, g);
+    if (rank == 0) {
+      const double busbw = 2.0 * (p - 1) / p * static_cast<double>(bytes) / (t_ipc * 1e-6) / 1e9;
+      std::printf("%-10zu %12.2f %12.2f %10.2f %14.2f %10.3f\n", bytes, t_ipc, t_staged,
+                  t_staged / t_ipc, busbw, busbw / copy_gbs);
+      std::fflush(stdout);
+    }
+  }
+  // The IPC cache: the first call on fresh buffers opens the peers' allocations.
+  const size_t count = (size_t{1} << 20) / sizeof(float);
+  float* fresh = nullptr;
+  CUDA_OK(cudaMalloc(&fresh, count * sizeof(float)));
+  CUDA_OK(cudaMemset(fresh, 0, count * sizeof(float)));
+  CUDA_OK(cudaDeviceSynchronize());
+  if (board_barrier(g) != 0) return 1;
+  const double t0 = now();
+  if (collx_allreduce(COLLX_IN_PLACE, fresh, count, COLLX_FLOAT32, COLLX_SUM, ipc) != 0) return 1;
+  const double first = slowest((now() - t0) * 1e6, g);
+  const double steady = time_calls(ipc, fresh, count, g);
+  if (rank == 0) {
+    std::printf("# IPC, 1 MiB on fresh buffers: first call %.1f us (opens the peers' "
+                "allocations), then %.1f us per call: %.1f us saved per call by the cache\n",
+                first, steady, first - steady);
+  }
+  CUDA_OK(cudaFree(fresh));
+  CUDA_OK(cudaFree(buf));
+  if (collx_comm_destroy(ipc) != COLLX_SUCCESS || collx_comm_destroy(staged) != COLLX_SUCCESS) {
+    return 1;
+  }
+  collx_finalize();
+  return 0;
+}
+
+}  // namespace
+
+// The parent never touches CUDA (a forked child cannot use a CUDA context of its parent).
+int main(int argc, char** argv) {
+  const int p = argc > 1 ? std::atoi(argv[1]) : 2;
+  const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : size_t{64} << 20;
+  if (p < 2 || p > kMaxRanks || max_bytes < 4) {
+    std::fprintf(stderr, "usage: %s [ranks 2-%d] [max bytes]\n", argv[0], kMaxRanks);
+    return 2;
+  }
+  auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (board == MAP_FAILED) return 1;
+  new (board) Board();
+  std::vector<pid_t> pids(p);
+  std::fflush(stdout);
+  for (int r = 0; r < p; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      const int rc = run_rank(board, r, p, max_bytes);
+      std::fflush(stdout);
+      std::_Exit(rc);
+    }
+  }
+  int worst = 0;
+  for (int r = 0; r < p; ++r) {
+    int st = 0;
+    waitpid(pids[r], &st, 0);
+    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    worst = std::max(worst, rc);
+  }
+  if (worst == 77) std::printf("SKIP: no CUDA device\n");
+  return worst;
+}
