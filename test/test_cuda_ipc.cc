@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <barrier>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -27,6 +28,7 @@ struct FakeDeviceIpc : DeviceIpc {
   DeviceUuid id;
   std::set<DeviceUuid> unreachable;
   bool fail_open = false;
+  bool fail_reduce = false, fail_copy = false;  // the device work fails
   int exports = 0, opens = 0, closes = 0, syncs = 0;
   std::vector<void*> streams;  // wait_stream calls
   std::vector<std::function<void()>> queued;
@@ -60,6 +62,7 @@ struct FakeDeviceIpc : DeviceIpc {
   }
   Status reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
                 collx_op_t op, int ranks) override {
+    if (fail_reduce) return error(COLLX_ERR_TRANSPORT, "fake kernel launch failed");
     Reducer red;
     COLLX_TRY(make_reducer(dtype, op, &red));
     std::vector<const void*> inputs(in, in + n);
@@ -77,6 +80,7 @@ struct FakeDeviceIpc : DeviceIpc {
     return Status();
   }
   Status copy(void* dst, const void* src, size_t bytes) override {
+    if (fail_copy) return error(COLLX_ERR_TRANSPORT, "fake copy failed");
     queued.push_back([=] { std::memcpy(dst, src, bytes); });
     return Status();
   }
@@ -112,6 +116,10 @@ struct Fakes {
     });
   }
 };
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 AllreduceOp device_op(Comm& c, const void* send, void* recv, size_t count, collx_dtype_t d,
                       collx_op_t op) {
@@ -330,4 +338,39 @@ TEST_CASE("CUDA IPC algorithms are named in profiles but cannot be forced for ho
   Config c = config_for("cuda_ipc_two_shot");
   Selection sel;
   CHECK(make_selection(c, 2, Locality{true, true}, &sel).code() == COLLX_ERR_CONFIG);
+}
+
+TEST_CASE("CUDA IPC: a rank whose GPU work fails ends the call on every rank at once") {
+  for (bool two_shot : {false, true}) {
+    for (bool in_copy : {false, true}) {
+      if (in_copy && !two_shot) continue;  // the one-shot's only shared copy is its kernel
+      Config cfg = config_for("auto");
+      cfg.cuda_two_shot = two_shot ? 0 : SIZE_MAX;
+      cfg.timeout_s = 60;  // a peer that waited for the deadline would take this long
+      run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+        Comm& c = *comms[0];
+        Fakes f;
+        f.attach(c);
+        if (rank == 1) {
+          f.setup = [in_copy](FakeDeviceIpc& d) { (in_copy ? d.fail_copy : d.fail_reduce) = true; };
+        }
+        std::vector<float> buf(3000, 1.0f);
+        f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+        const double t0 = now_seconds();
+        const Status st =
+            c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+        const double took = now_seconds() - t0;
+        TCHECK(took < 10);
+        if (rank == 1) {
+          TCHECK(st.message() == (in_copy ? "fake copy failed" : "fake kernel launch failed"));
+        } else {
+          TCHECK(st.code() == COLLX_ERR_PEER_FAILED);
+          TCHECK(st.message().find("rank 1's GPU work failed") != std::string::npos);
+        }
+        const Status next =
+            c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+        TCHECK(next.code() == COLLX_ERR_COMM_FAILED);
+      });
+    }
+  }
 }

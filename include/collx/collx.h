@@ -137,9 +137,11 @@ COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
 
 /* Blocking allreduce: returns when recvbuf holds the result on this rank. Both buffers are
  * host memory, CUDA managed memory or CUDA device memory (of one device), of the same kind
- * (COLLX_ERR_INVALID_ARG otherwise). Device buffers are reduced through pinned host memory,
- * in chunks of COLLX_STAGING_CHUNK; their copies wait for work on the legacy default stream,
- * as a CUDA-aware MPI's do. A device buffer without a usable CUDA driver is
+ * (COLLX_ERR_INVALID_ARG otherwise). Device buffers are read once the work queued on the
+ * legacy default stream before the call has finished, as a CUDA-aware MPI's are; ranks of
+ * one node whose GPUs reach each other's memory reduce them with GPU kernels over CUDA IPC
+ * (COLLX_CUDA=0: not), other ranks through pinned host memory in chunks of
+ * COLLX_STAGING_CHUNK. A device buffer without a usable CUDA driver is
  * COLLX_ERR_UNSUPPORTED. All ranks of a call pass the same kind of memory, as they pass the
  * same count, dtype and op (device buffers run as a sequence of chunk collectives that a host
  * call would not line up with); COLLX_CHECK=1 reports a mix as COLLX_ERR_MISMATCH. */

@@ -18,7 +18,8 @@
 //   voted    it has opened every peer's buffers, or says it cannot;
 //   reduced  its reduction has finished: it reads no peer's input any more (one-shot), its
 //            slice of the result is complete (two-shot);
-//   done     two-shot: it has copied the other slices out: it reads no peer's output any more.
+//   done     two-shot: it has copied the other slices out: it reads no peer's output any more;
+//   aborted  its GPU work failed: the peers stop waiting for it and fail the call at once.
 // No rank writes memory a peer may still read: a one-shot in place reduces into scratch and
 // copies the result over its input only after every rank has finished reading that input;
 // a two-shot writes only its own slice (read by nobody else before `reduced`) until
@@ -94,18 +95,57 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
   return Status();
 }
 
+// Waits for flag `which` of every rank to reach epoch e; a rank whose device work failed
+// in the epoch says so (`aborted`) instead, and ends the wait at once with an error.
+Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
+                  const char* what) {
+  for (int q = 0; q < a.ch.size(); ++q) {
+    const std::atomic<uint64_t>& f = (a.ch.flags(q).*which).epoch;
+    const std::atomic<uint64_t>& aborted = a.ch.flags(q).aborted.epoch;
+    COLLX_TRY(a.t.wait_until(
+        [&] {
+          return f.load(std::memory_order_acquire) >= e ||
+                 aborted.load(std::memory_order_acquire) >= e;
+        },
+        q, what));
+    if (f.load(std::memory_order_acquire) < e) {
+      return error(COLLX_ERR_PEER_FAILED,
+                   "rank %d: rank %d's GPU work failed in the CUDA IPC allreduce (its own error "
+                   "names the cause)",
+                   a.ch.rank(), q);
+    }
+  }
+  return Status();
+}
+
+// This rank's device work failed: the peers stop waiting for it.
+Status abort_epoch(const CudaIpcArgs& a, uint64_t e, Status st) {
+  shm_publish(a.ch, &ShmRankFlags::aborted, e);
+  return st;
+}
+
+// Runs the device work `f` (queue it and synchronize); on failure, aborts the epoch.
+template <typename F>
+Status on_device(const CudaIpcArgs& a, uint64_t e, F&& f) {
+  Status st = f();
+  if (st.ok()) st = a.dev->synchronize();
+  return st.ok() ? st : abort_epoch(a, e, std::move(st));
+}
+
 Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>& inputs) {
   const int p = a.ch.size();
   const size_t bytes = a.count * a.elem_size;
   // In place, the output is this rank's input, which the peers are reading: the result waits
   // in scratch until they are done.
   void* dst = a.recv;
-  if (a.send == a.recv) COLLX_TRY(a.dev->scratch(bytes, &dst));
-  COLLX_TRY(a.dev->reduce(dst, inputs.data(), p, a.count, a.dtype, a.op, p));
-  COLLX_TRY(a.dev->synchronize());
+  COLLX_TRY(on_device(a, e, [&] {
+    if (a.send == a.recv) COLLX_TRY(a.dev->scratch(bytes, &dst));
+    return a.dev->reduce(dst, inputs.data(), p, a.count, a.dtype, a.op, p);
+  }));
   shm_publish(a.ch, &ShmRankFlags::reduced, e);
-  COLLX_TRY(shm_wait_all(a.t, a.ch, &ShmRankFlags::reduced, e, "read this rank's input"));
+  COLLX_TRY(wait_peers(a, &ShmRankFlags::reduced, e, "read this rank's input"));
   if (dst == a.recv) return Status();
+  // Every rank is done with this epoch's flags: a failure here is this rank's alone.
   COLLX_TRY(a.dev->copy(a.recv, dst, bytes));
   return a.dev->synchronize();
 }
@@ -118,20 +158,23 @@ Status two_shot(const CudaIpcArgs& a, uint64_t e, std::vector<const void*>& inpu
   if (mine.len > 0) {
     const size_t at = mine.begin * elem;
     for (const void*& in : inputs) in = static_cast<const uint8_t*>(in) + at;
-    COLLX_TRY(a.dev->reduce(a.recv + at, inputs.data(), p, mine.len, a.dtype, a.op, p));
-    COLLX_TRY(a.dev->synchronize());
+    COLLX_TRY(on_device(a, e, [&] {
+      return a.dev->reduce(a.recv + at, inputs.data(), p, mine.len, a.dtype, a.op, p);
+    }));
   }
   shm_publish(a.ch, &ShmRankFlags::reduced, e);
-  COLLX_TRY(shm_wait_all(a.t, a.ch, &ShmRankFlags::reduced, e, "reduce its slice"));
-  for (int q = 0; q < p; ++q) {
-    const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
-    if (q == r || theirs.len == 0) continue;
-    const size_t at = theirs.begin * elem;
-    COLLX_TRY(a.dev->copy(a.recv + at, recv_of[q] + at, theirs.len * elem));
-  }
-  COLLX_TRY(a.dev->synchronize());
+  COLLX_TRY(wait_peers(a, &ShmRankFlags::reduced, e, "reduce its slice"));
+  COLLX_TRY(on_device(a, e, [&] {
+    for (int q = 0; q < p; ++q) {
+      const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
+      if (q == r || theirs.len == 0) continue;
+      const size_t at = theirs.begin * elem;
+      COLLX_TRY(a.dev->copy(a.recv + at, recv_of[q] + at, theirs.len * elem));
+    }
+    return Status();
+  }));
   shm_publish(a.ch, &ShmRankFlags::done, e);
-  return shm_wait_all(a.t, a.ch, &ShmRankFlags::done, e, "copy its result out");
+  return wait_peers(a, &ShmRankFlags::done, e, "copy its result out");
 }
 
 }  // namespace

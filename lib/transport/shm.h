@@ -48,6 +48,7 @@ struct ShmRankFlags {
   ShmFlag done;     // shm_cma, cuda_ipc_*: it has copied its result out (its buffers are free
                     // again)
   ShmFlag voted;    // cuda_ipc_*: it has opened the peers' buffers (or failed to) and voted
+  ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
   ShmBuffers buffers;
   ShmIpcArea ipc;
 };
