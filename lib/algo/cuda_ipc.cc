@@ -19,7 +19,8 @@
 //   reduced  its reduction has finished: it reads no peer's input any more (one-shot), its
 //            slice of the result is complete (two-shot);
 //   done     two-shot: it has copied the other slices out: it reads no peer's output any more;
-//   aborted  its GPU work failed: the peers stop waiting for it and fail the call at once.
+//   aborted  its GPU work failed, or it saw a peer's fail: it leaves the call, and so do the
+//            others at their next wait (each returning only once no peer reads its buffers).
 // No rank writes memory a peer may still read: a one-shot in place reduces into scratch and
 // copies the result over its input only after every rank has finished reading that input;
 // a two-shot writes only its own slice (read by nobody else before `reduced`) until
@@ -95,10 +96,11 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
   return Status();
 }
 
-// Waits for flag `which` of every rank to reach epoch e; a rank whose device work failed
-// in the epoch says so (`aborted`) instead, and ends the wait at once with an error.
-Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
-                  const char* what) {
+// Waits until every rank's flag `which`, or its `aborted`, has reached epoch e; *first:
+// the first rank that aborted, or -1.
+Status wait_flags(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
+                  const char* what, int* first) {
+  *first = -1;
   for (int q = 0; q < a.ch.size(); ++q) {
     const std::atomic<uint64_t>& f = (a.ch.flags(q).*which).epoch;
     const std::atomic<uint64_t>& aborted = a.ch.flags(q).aborted.epoch;
@@ -108,28 +110,38 @@ Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e
                  aborted.load(std::memory_order_acquire) >= e;
         },
         q, what));
-    if (f.load(std::memory_order_acquire) < e) {
-      return error(COLLX_ERR_PEER_FAILED,
-                   "rank %d: rank %d's GPU work failed in the CUDA IPC allreduce (its own error "
-                   "names the cause)",
-                   a.ch.rank(), q);
-    }
+    if (*first < 0 && f.load(std::memory_order_acquire) < e) *first = q;
   }
   return Status();
 }
 
-// This rank's device work failed: the peers stop waiting for it.
-Status abort_epoch(const CudaIpcArgs& a, uint64_t e, Status st) {
+// Waits for flag `which` of every rank. A rank that failed in the epoch ends the call for
+// all: this rank then leaves the epoch too (so that nobody waits for it), once every rank
+// has passed `which` or left, so that none still reads its buffers when it returns.
+Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
+                  const char* what) {
+  int first = -1;
+  COLLX_TRY(wait_flags(a, which, e, what, &first));
+  if (first < 0) return Status();
   shm_publish(a.ch, &ShmRankFlags::aborted, e);
-  return st;
+  return error(COLLX_ERR_PEER_FAILED,
+               "rank %d: rank %d's GPU work failed in the CUDA IPC allreduce (its own error "
+               "names the cause)",
+               a.ch.rank(), first);
 }
 
-// Runs the device work `f` (queue it and synchronize); on failure, aborts the epoch.
+// Runs the device work `f` (queue it and synchronize). On failure this rank leaves the
+// epoch, and returns once every rank has passed `which` (the point up to which peers read
+// its buffers) or left too.
 template <typename F>
-Status on_device(const CudaIpcArgs& a, uint64_t e, F&& f) {
+Status on_device(const CudaIpcArgs& a, uint64_t e, ShmFlag ShmRankFlags::*which, F&& f) {
   Status st = f();
   if (st.ok()) st = a.dev->synchronize();
-  return st.ok() ? st : abort_epoch(a, e, std::move(st));
+  if (st.ok()) return st;
+  shm_publish(a.ch, &ShmRankFlags::aborted, e);
+  int first = -1;
+  (void)wait_flags(a, which, e, "stop reading this rank's buffers", &first);
+  return st;
 }
 
 Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>& inputs) {
@@ -138,7 +150,7 @@ Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>
   // In place, the output is this rank's input, which the peers are reading: the result waits
   // in scratch until they are done.
   void* dst = a.recv;
-  COLLX_TRY(on_device(a, e, [&] {
+  COLLX_TRY(on_device(a, e, &ShmRankFlags::reduced, [&] {
     if (a.send == a.recv) COLLX_TRY(a.dev->scratch(bytes, &dst));
     return a.dev->reduce(dst, inputs.data(), p, a.count, a.dtype, a.op, p);
   }));
@@ -158,13 +170,13 @@ Status two_shot(const CudaIpcArgs& a, uint64_t e, std::vector<const void*>& inpu
   if (mine.len > 0) {
     const size_t at = mine.begin * elem;
     for (const void*& in : inputs) in = static_cast<const uint8_t*>(in) + at;
-    COLLX_TRY(on_device(a, e, [&] {
+    COLLX_TRY(on_device(a, e, &ShmRankFlags::reduced, [&] {
       return a.dev->reduce(a.recv + at, inputs.data(), p, mine.len, a.dtype, a.op, p);
     }));
   }
   shm_publish(a.ch, &ShmRankFlags::reduced, e);
   COLLX_TRY(wait_peers(a, &ShmRankFlags::reduced, e, "reduce its slice"));
-  COLLX_TRY(on_device(a, e, [&] {
+  COLLX_TRY(on_device(a, e, &ShmRankFlags::done, [&] {
     for (int q = 0; q < p; ++q) {
       const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
       if (q == r || theirs.len == 0) continue;
