@@ -5,6 +5,7 @@
 // call's buffers.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/fake_driver.h"
 #include "common/inproc.h"
 #include "memory/cuda_driver.h"
+#include "memory/host_mirror.h"
 #include "memory/ipc_cache.h"
 #include "memory/lru_map.h"
 #include "memory/pointer_cache.h"
@@ -230,5 +232,81 @@ TEST_CASE("the CUDA driver is optional: without one, the query says why and is n
     std::vector<char> host(64);  // a GPU machine: host memory is still host memory
     MemRange r;
     CHECK_FALSE(q->describe(host.data(), &r));
+  }
+}
+
+TEST_CASE("host copies of device buffers for a host-only callee (the preload's pass-through)") {
+  FakeDriver devs;
+  int copies = 0;
+  bool fail = false;
+  const SyncCopy copy = [&](void* dst, const void* src, size_t n, int device) {
+    CHECK(device == 3);
+    ++copies;
+    if (fail) return error(COLLX_ERR_TRANSPORT, "fake copy failed");
+    std::memcpy(dst, src, n);
+    return Status();
+  };
+  // 4 "elements" of a datatype whose bytes start 8 after the pointer: 10 used of every 16.
+  std::vector<uint8_t> send(80, 0), recv(80, 0xee);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<uint8_t>(i);
+  const Extent e{8, 3 * 16 + 10};
+  const void* in_place = reinterpret_cast<const void*>(uintptr_t{1});
+  // The callee adds 1 to the used bytes of each element of recv from send (or recv in place).
+  auto callee = [&](const void* s, void* r) {
+    CHECK(s != send.data());  // host copies, never the device buffers
+    CHECK(r != recv.data());
+    auto* out = static_cast<uint8_t*>(r);
+    const auto* in = s == in_place ? out : static_cast<const uint8_t*>(s);
+    for (size_t k = 0; k < 4; ++k) {
+      for (size_t b = 8; b < 18; ++b) out[k * 16 + b] = static_cast<uint8_t>(in[k * 16 + b] + 1);
+    }
+  };
+
+  SECTION("host buffers are passed as they are, nothing copied") {
+    bool called = false;
+    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e,
+                             [&](const void* s, void* r) {
+                               called = s == send.data() && r == recv.data();
+                             }).ok());
+    CHECK(called);
+    CHECK(copies == 0);
+  }
+  devs.device_memory(send.data(), send.size(), 3);
+  devs.device_memory(recv.data(), recv.size(), 3);
+  SECTION("device buffers: the extent copied in, the callee's result copied back") {
+    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e, callee).ok());
+    CHECK(copies == 3);
+    for (size_t i = 0; i < recv.size(); ++i) {
+      const bool in_extent = i >= 8 && i < 8 + e.span;
+      const bool used = in_extent && (i - 8) % 16 < 10;
+      // Used bytes: the result; unused bytes of the extent and bytes outside it: untouched.
+      const uint8_t want = used ? static_cast<uint8_t>(i + 1) : 0xee;
+      if (recv[i] != want) FAIL("byte " << i << (in_extent ? " (in the extent)" : "") << " is " << int(recv[i]));
+    }
+  }
+  SECTION("in place: the marker is passed through, recv staged") {
+    for (size_t i = 0; i < recv.size(); ++i) recv[i] = static_cast<uint8_t>(2 * i);
+    REQUIRE(with_host_copies(&devs, copy, in_place, recv.data(), in_place, e, callee).ok());
+    CHECK(copies == 2);
+    CHECK(recv[8] == 17);
+    CHECK(recv[7] == 14);
+  }
+  SECTION("a failed copy in: the callee is not called and recv is untouched") {
+    fail = true;
+    bool called = false;
+    const Status st = with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e,
+                                       [&](const void*, void*) { called = true; });
+    CHECK(st.message() == "fake copy failed");
+    CHECK(!called);
+    CHECK(recv[8] == 0xee);
+  }
+  SECTION("an empty extent calls the callee with the buffers as they are") {
+    bool called = false;
+    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, Extent{0, 0},
+                             [&](const void* s, void* r) {
+                               called = s == send.data() && r == recv.data();
+                             }).ok());
+    CHECK(called);
+    CHECK(copies == 0);
   }
 }

@@ -58,6 +58,7 @@ struct Driver {
   CUresult (*copy_to_host)(void*, CUdeviceptr, size_t, void*);
   CUresult (*copy_to_device)(CUdeviceptr, const void*, size_t, void*);
   CUresult (*copy_device)(CUdeviceptr, CUdeviceptr, size_t, void*);
+  CUresult (*copy)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*mem_alloc)(CUdeviceptr*, size_t);
   CUresult (*mem_free)(CUdeviceptr);
   CUresult (*ipc_get)(CuIpcMemHandle*, CUdeviceptr);
@@ -138,7 +139,7 @@ void load() {
       find(lib, "cuMemHostAlloc", &d.host_alloc) && find(lib, "cuMemFreeHost", &d.host_free) &&
       find(lib, "cuMemcpyDtoHAsync_v2", &d.copy_to_host) &&
       find(lib, "cuMemcpyHtoDAsync_v2", &d.copy_to_device) &&
-      find(lib, "cuMemcpyDtoDAsync_v2", &d.copy_device) &&
+      find(lib, "cuMemcpyDtoDAsync_v2", &d.copy_device) && find(lib, "cuMemcpy", &d.copy) &&
       find(lib, "cuMemAlloc_v2", &d.mem_alloc) && find(lib, "cuMemFree_v2", &d.mem_free) &&
       find(lib, "cuIpcGetMemHandle", &d.ipc_get) &&
       find(lib, "cuIpcOpenMemHandle_v2", &d.ipc_open) &&
@@ -528,6 +529,21 @@ Status cuda_device_ipc(int device, std::unique_ptr<DeviceIpc>* out) {
   COLLX_TRY(c->open());
   *out = std::move(c);
   return Status();
+}
+
+Status cuda_copy(void* dst, const void* src, size_t bytes, int device) {
+  const Driver* d = driver();
+  if (d == nullptr) {
+    return error(COLLX_ERR_UNSUPPORTED, "device memory without a usable CUDA driver: %s",
+                 g_why.c_str());
+  }
+  PrimaryContext pc(*d, device);
+  COLLX_TRY(pc.open());
+  PrimaryContext::Scope scope(pc);
+  COLLX_TRY(scope.status);
+  return pc.check(d->copy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
+                          bytes),
+                  "cuMemcpy");
 }
 
 Status cuda_stream_synchronize(void* stream) {

@@ -25,6 +25,10 @@ Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out);
 // without a driver, or the driver's error.
 Status cuda_device_ipc(int device, std::unique_ptr<DeviceIpc>* out);
 
+// Copies `bytes` between host memory and memory of CUDA device `device` (either way, or
+// device to device), synchronously (memory/host_mirror.h's SyncCopy).
+Status cuda_copy(void* dst, const void* src, size_t bytes, int device);
+
 // Waits for the work queued on a CUstream / cudaStream_t (null: the legacy default stream).
 Status cuda_stream_synchronize(void* stream);
 

@@ -6,7 +6,8 @@
 // delete callback destroys it (MPI_Comm_free, or MPI_Finalize for those still alive), so dups,
 // splits and reordered communicators each get their own. Contiguous predefined integer and
 // floating types with sum/prod/min/max/band/bor/bxor take the fast path; everything else, and
-// everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged.
+// everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
+// buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
 //
 // Threads: under MPI_THREAD_MULTIPLE every call is passed through (documented): creating
 // communicators lazily from several threads at once could order the bootstrap allgathers
@@ -20,6 +21,8 @@
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
 #include "core/config.h"
+#include "memory/cuda_driver.h"
+#include "memory/host_mirror.h"
 
 namespace {
 
@@ -156,6 +159,36 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   return kServed;
 }
 
+// A call libcollx does not serve goes to the MPI library, which may not be CUDA-aware: device
+// buffers go through host copies of the datatype's extent (the bytes between its true lower
+// bound and its true upper bound over `count` elements).
+int pass_through(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 MPI_Comm comm) {
+  collx::MemoryQuery* q = g.enabled ? collx::cuda_memory_query() : nullptr;
+  int device = -1;
+  const bool device_buffers = q != nullptr && count > 0 &&
+                              ((sendbuf != MPI_IN_PLACE && collx::device_memory(q, sendbuf, &device)) ||
+                               collx::device_memory(q, recvbuf, &device));
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  // A negative extent (a datatype laid out backwards) keeps the buffers as they are.
+  if (!device_buffers || PMPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent(datatype, &true_lb, &true_extent) != MPI_SUCCESS || extent < 0 ||
+      true_extent < 0) {
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  }
+  const collx::Extent e{true_lb, static_cast<size_t>(true_extent) +
+                                     static_cast<size_t>(count - 1) * static_cast<size_t>(extent)};
+  int rc = MPI_SUCCESS;
+  const collx::Status st = collx::with_host_copies(
+      q, collx::cuda_copy, sendbuf, recvbuf, MPI_IN_PLACE, e,
+      [&](const void* s, void* r) { rc = PMPI_Allreduce(s, r, count, datatype, op, comm); });
+  if (st.ok()) return rc;
+  std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce of device buffers failed: %s\n",
+               st.message().c_str());
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
 }  // namespace
 
 extern "C" {
@@ -182,7 +215,7 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   ++g.counts[why];
-  if (why != kServed) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  if (why != kServed) return pass_through(sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
     return MPI_SUCCESS;
