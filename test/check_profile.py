@@ -39,6 +39,12 @@ for b in range(21):
     check(0 <= got["min_ns"] <= got["mean_ns"] <= got["max_ns"], f"bucket {lo}: times")
     check(len(got["algorithms"]) >= 1 and all(a for a in got["algorithms"]), f"bucket {lo}: algorithms")
 check(len(buckets) == 21, f"{len(buckets)} buckets, expected 21")
+caches = profile.get("caches", {})
+keys = ["pointer_hits", "pointer_misses", "ipc_hits", "ipc_opens", "ipc_closes", "ipc_exports"]
+check(all(isinstance(caches.get(k), int) and caches[k] >= 0 for k in keys), f"caches: {caches}")
+# Host buffers: nothing for the IPC cache to do.
+check(all(caches.get(k) == 0 for k in keys[2:]), f"IPC counters on host buffers: {caches}")
+check("# caches (all ranks)" in run.stderr, "no cache line in the table")
 check("libcollx allreduce profile" in run.stderr, "rank 0 printed no table")
-print(f"{21 * 5 + 2 - failed} passed, {failed} failed")
+print(f"{21 * 5 + 5 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -7,8 +7,11 @@
 // call returns) or, under ThreadSanitizer, as a data race.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <barrier>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -373,4 +376,72 @@ TEST_CASE("CUDA IPC: a rank whose GPU work fails ends the call on every rank at 
       });
     }
   }
+}
+
+TEST_CASE("CUDA IPC: the profile names the algorithms that ran and counts the caches") {
+  const std::string path = "/tmp/collx_ipc_profile_" + std::to_string(getpid()) + ".json";
+  Config cfg = config_for("auto");
+  cfg.cuda_two_shot = 4096;
+  cfg.profile = true;
+  cfg.profile_file = path;
+  run_ranks(3, {cfg}, [&](int, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<float> buf(3000, 1.0f);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+    for (size_t count : {size_t{100}, size_t{3000}, size_t{100}}) {
+      const Status st =
+          c.allreduce(device_op(c, buf.data(), buf.data(), count, COLLX_FLOAT32, COLLX_SUM));
+      TCHECK(st.ok());
+    }
+    const Status st = c.shutdown();
+    TCHECK(st.ok());
+  });
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  REQUIRE(file != nullptr);
+  std::string json(1 << 16, '\0');
+  json.resize(std::fread(json.data(), 1, json.size(), file));
+  std::fclose(file);
+  std::remove(path.c_str());
+  CHECK(json.find("\"cuda_ipc_one_shot\"") != std::string::npos);
+  CHECK(json.find("\"cuda_ipc_two_shot\"") != std::string::npos);
+  // One allocation per rank, exported once and opened once by each of the two peers.
+  CHECK(json.find("\"ipc_opens\": 6,") != std::string::npos);
+  CHECK(json.find("\"ipc_exports\": 3}") != std::string::npos);
+  CHECK(json.find("\"ipc_closes\": 0,") != std::string::npos);
+}
+
+TEST_CASE("CUDA IPC: non-blocking, on the communicator's thread, interleaved with host calls") {
+  Config cfg = config_for("auto");
+  cfg.cuda_two_shot = 8192;
+  run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    constexpr int kOps = 6;
+    std::vector<std::vector<int64_t>> bufs(kOps);
+    std::vector<Request*> reqs(kOps, nullptr);
+    for (int k = 0; k < kOps; ++k) {
+      const size_t count = 300u * (k + 1) * (k + 1);  // one-shot and two-shot sizes
+      bufs[k].assign(count, 0);
+      fill_input(COLLX_INT64, COLLX_SUM, rank, count, bufs[k].data());
+      if (k % 2 == 0) f.devs.device_memory(bufs[k].data(), count * 8, 0);
+      const AllreduceOp o = device_op(c, bufs[k].data(), bufs[k].data(), count, COLLX_INT64,
+                                      COLLX_SUM);
+      TCHECK((o.mem == MemKind::kDevice) == (k % 2 == 0));
+      const Status st = c.iallreduce(o, &reqs[k]);
+      TCHECK(st.ok());
+    }
+    c.drain();
+    for (int k = 0; k < kOps; ++k) {
+      TCHECK(reqs[k]->result.ok());
+      std::vector<int64_t> want(bufs[k].size());
+      fill_expected(COLLX_INT64, COLLX_SUM, 3, want.size(), want.data());
+      TCHECK(bufs[k] == want);
+      delete reqs[k];
+    }
+    TCHECK(f.copiers_made == 0);
+    TCHECK(f.ipc != nullptr);
+  });
 }

@@ -200,19 +200,27 @@ Status Comm::execute_profiled(const AllreduceOp& op) {
 Status Comm::report_profile() {
   constexpr int kB = Profile::kBuckets;
   ProfileBucket* b = profile_->buckets();
-  int64_t sums[3 * kB], mins[kB], maxs[kB], algos[kB];
+  constexpr int kCaches = 6;
+  int64_t sums[3 * kB + kCaches], mins[kB], maxs[kB], algos[kB];
   for (int i = 0; i < kB; ++i) {
     sums[i] = b[i].calls, sums[kB + i] = b[i].total_ns, sums[2 * kB + i] = b[i].bytes;
     mins[i] = b[i].min_ns, maxs[i] = b[i].max_ns, algos[i] = b[i].algos;
   }
+  const PointerCache::Stats& pc = pointers_->stats();
+  const IpcCache::Stats ipc = ipc_peers_ ? ipc_peers_->stats() : IpcCache::Stats{};
+  int64_t* caches = sums + 3 * kB;
+  caches[0] = static_cast<int64_t>(pc.hits), caches[1] = static_cast<int64_t>(pc.misses);
+  caches[2] = static_cast<int64_t>(ipc.hits), caches[3] = static_cast<int64_t>(ipc.opens);
+  caches[4] = static_cast<int64_t>(ipc.closes), caches[5] = static_cast<int64_t>(ipc_exported_);
   if (size() > 1) {
-    COLLX_TRY(small_allreduce(sums, 3 * kB, COLLX_SUM));
+    COLLX_TRY(small_allreduce(sums, 3 * kB + kCaches, COLLX_SUM));
     COLLX_TRY(small_allreduce(mins, kB, COLLX_MIN));
     COLLX_TRY(small_allreduce(maxs, kB, COLLX_MAX));
     COLLX_TRY(small_allreduce(algos, kB, COLLX_BOR));
   }
   if (rank() != 0) return Status();
   Profile all;
+  all.caches = CacheCounts{caches[0], caches[1], caches[2], caches[3], caches[4], caches[5]};
   for (int i = 0; i < kB; ++i) {
     all.buckets()[i] = ProfileBucket{sums[i], sums[kB + i], mins[i], maxs[i], sums[2 * kB + i],
                                      algos[i]};

@@ -62,8 +62,10 @@ const ConfigRow kRows[] = {
      "inputs). Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
-     "bytes, algorithms, bus bandwidth); at its destruction rank 0 prints the table combined "
-     "over ranks to stderr. Set it on all ranks or none."},
+     "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
+     "misses; IPC registration cache hits, opens and closes; IPC handles exported); at its "
+     "destruction rank 0 prints the table combined over ranks to stderr. Set it on all ranks "
+     "or none."},
     {"COLLX_PROFILE_FILE", "name", "",
      "With COLLX_PROFILE=1: rank 0 also writes the profile as JSON to this path (one file "
      "per communicator destroyed: the last one wins)."},

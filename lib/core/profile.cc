@@ -51,6 +51,17 @@ std::string Profile::table(int ranks) const {
                 k.max_ns * 1e-3, static_cast<long long>(k.bytes / ranks), busbw_gbs(k, ranks),
                 algo_list(k.algos, ",").c_str());
   }
+  const CacheCounts& c = caches;
+  const int64_t lookups = c.pointer_hits + c.pointer_misses, maps = c.ipc_hits + c.ipc_opens;
+  s += format("# caches (all ranks): pointer cache %lld hits, %lld misses (%.1f%% hits); IPC "
+              "registration cache %lld hits, %lld opens, %lld closes (%.1f%% hits); %lld IPC "
+              "handles exported\n",
+              static_cast<long long>(c.pointer_hits), static_cast<long long>(c.pointer_misses),
+              lookups ? 100.0 * static_cast<double>(c.pointer_hits) / static_cast<double>(lookups) : 0.0,
+              static_cast<long long>(c.ipc_hits), static_cast<long long>(c.ipc_opens),
+              static_cast<long long>(c.ipc_closes),
+              maps ? 100.0 * static_cast<double>(c.ipc_hits) / static_cast<double>(maps) : 0.0,
+              static_cast<long long>(c.ipc_exports));
   return s;
 }
 
@@ -72,7 +83,13 @@ std::string Profile::json(int ranks) const {
         busbw_gbs(k, ranks), algo_list(k.algos, "\", \"").c_str());
     first = false;
   }
-  s += "\n]}\n";
+  const CacheCounts& c = caches;
+  s += format("\n], \"caches\": {\"pointer_hits\": %lld, \"pointer_misses\": %lld, "
+              "\"ipc_hits\": %lld, \"ipc_opens\": %lld, \"ipc_closes\": %lld, "
+              "\"ipc_exports\": %lld}}\n",
+              static_cast<long long>(c.pointer_hits), static_cast<long long>(c.pointer_misses),
+              static_cast<long long>(c.ipc_hits), static_cast<long long>(c.ipc_opens),
+              static_cast<long long>(c.ipc_closes), static_cast<long long>(c.ipc_exports));
   return s;
 }
 

@@ -22,6 +22,13 @@ struct ProfileBucket {
   int64_t algos = 0;  // bit i: Algo i was used
 };
 
+// The caches' counters, summed over the ranks (at destruction, with the buckets).
+struct CacheCounts {
+  int64_t pointer_hits = 0, pointer_misses = 0;             // pointer cache (device buffers)
+  int64_t ipc_hits = 0, ipc_opens = 0, ipc_closes = 0;      // IPC registration cache
+  int64_t ipc_exports = 0;                                  // own allocations exported
+};
+
 class Profile {
  public:
   static constexpr int kBuckets = 48;  // bucket b: [2^(b-1), 2^b) bytes; bucket 0: 0 bytes
@@ -41,6 +48,7 @@ class Profile {
     b.algos |= int64_t{1} << static_cast<int>(algo);
   }
   ProfileBucket* buckets() { return buckets_; }
+  CacheCounts caches;
 
   // The table printed by rank 0 for `ranks` ranks (buckets already combined over ranks, with
   // times summed over ranks: the mean is per rank and call).
