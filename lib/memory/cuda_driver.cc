@@ -507,36 +507,40 @@ MemoryQuery* cuda_memory_query(std::string* why) {
   return g_query;
 }
 
-Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out) {
-  const Driver* d = driver();
-  if (d == nullptr) {
-    return error(COLLX_ERR_UNSUPPORTED, "device memory without a usable CUDA driver: %s",
-                 g_why.c_str());
-  }
-  auto c = std::make_unique<CudaCopier>(*d, device);
-  COLLX_TRY(c->open());
-  *out = std::move(c);
+namespace {
+
+// The driver, or COLLX_ERR_UNSUPPORTED saying why there is none; `what` names the use.
+Status need_driver(const char* what, const Driver** out) {
+  *out = driver();
+  if (*out != nullptr) return Status();
+  return error(COLLX_ERR_UNSUPPORTED, "%s without a usable CUDA driver: %s", what,
+               g_why.c_str());
+}
+
+// A T (CudaCopier, CudaDeviceIpc) on `device`, opened.
+template <typename T, typename Base>
+Status open_on(int device, const char* what, std::unique_ptr<Base>* out) {
+  const Driver* d = nullptr;
+  COLLX_TRY(need_driver(what, &d));
+  auto t = std::make_unique<T>(*d, device);
+  COLLX_TRY(t->open());
+  *out = std::move(t);
   return Status();
+}
+
+}  // namespace
+
+Status cuda_copier(int device, std::unique_ptr<DeviceCopier>* out) {
+  return open_on<CudaCopier>(device, "device memory", out);
 }
 
 Status cuda_device_ipc(int device, std::unique_ptr<DeviceIpc>* out) {
-  const Driver* d = driver();
-  if (d == nullptr) {
-    return error(COLLX_ERR_UNSUPPORTED, "CUDA IPC without a usable CUDA driver: %s",
-                 g_why.c_str());
-  }
-  auto c = std::make_unique<CudaDeviceIpc>(*d, device);
-  COLLX_TRY(c->open());
-  *out = std::move(c);
-  return Status();
+  return open_on<CudaDeviceIpc>(device, "CUDA IPC", out);
 }
 
 Status cuda_copy(void* dst, const void* src, size_t bytes, int device) {
-  const Driver* d = driver();
-  if (d == nullptr) {
-    return error(COLLX_ERR_UNSUPPORTED, "device memory without a usable CUDA driver: %s",
-                 g_why.c_str());
-  }
+  const Driver* d = nullptr;
+  COLLX_TRY(need_driver("device memory", &d));
   PrimaryContext pc(*d, device);
   COLLX_TRY(pc.open());
   PrimaryContext::Scope scope(pc);
@@ -547,12 +551,9 @@ Status cuda_copy(void* dst, const void* src, size_t bytes, int device) {
 }
 
 Status cuda_stream_synchronize(void* stream) {
-  const Driver* d = driver();
-  if (d == nullptr && stream == nullptr) return Status();  // no driver: nothing is queued
-  if (d == nullptr) {
-    return error(COLLX_ERR_UNSUPPORTED, "a CUDA stream without a usable CUDA driver: %s",
-                 g_why.c_str());
-  }
+  if (stream == nullptr && driver() == nullptr) return Status();  // no driver: nothing queued
+  const Driver* d = nullptr;
+  COLLX_TRY(need_driver("a CUDA stream", &d));
   const CUresult rc = d->stream_synchronize(stream);
   return rc == 0 ? Status() : failed(*d, rc, "cuStreamSynchronize of the caller's stream", -1);
 }
