@@ -79,6 +79,7 @@ struct IpcExport {
 struct CudaIpcArgs {
   Transport& t;         // for the deadline of every wait
   ShmChannel& ch;       // flags and buffer descriptions
+  Scratch& scratch;     // host memory for the peers' addresses (no allocation per call)
   DeviceIpc* dev;       // null: this rank cannot take part
   IpcCache* peers;      // the peers' allocations opened here (through dev)
   collx_dtype_t dtype;

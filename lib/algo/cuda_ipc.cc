@@ -31,7 +31,6 @@
 // spinning on a flag that a kernel of another process sets would hold the GPU while the other
 // waits for its time slice.
 #include <cstring>
-#include <vector>
 
 #include "algo/algo.h"
 #include "algo/rank_math.h"
@@ -54,8 +53,8 @@ static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
 // Describes this rank's buffers, waits for every rank's description, opens the peers'
 // buffers and votes. *ran: every rank could; then send_of[q] and recv_of[q] are rank q's
 // buffers as this process addresses them.
-Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
-                         std::vector<const uint8_t*>* send_of, std::vector<uint8_t*>* recv_of) {
+Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint8_t** send_of,
+                         uint8_t** recv_of) {
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
@@ -67,13 +66,11 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its device buffers"));
 
-  send_of->assign(static_cast<size_t>(p), nullptr);
-  recv_of->assign(static_cast<size_t>(p), nullptr);
   bool ok = mine.exported != 0;
   for (int q = 0; q < p && ok; ++q) {
     if (q == r) {
-      (*send_of)[q] = a.send;
-      (*recv_of)[q] = a.recv;
+      send_of[q] = a.send;
+      recv_of[q] = a.recv;
       continue;
     }
     Descriptor d;
@@ -84,8 +81,8 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran,
     ok = ok && a.peers->map(q, d.send.handle, d.send.buffer_id, &send_base).ok() &&
          a.peers->map(q, d.recv.handle, d.recv.buffer_id, &recv_base).ok();
     if (ok) {
-      (*send_of)[q] = static_cast<const uint8_t*>(send_base) + d.send.offset;
-      (*recv_of)[q] = static_cast<uint8_t*>(recv_base) + d.recv.offset;
+      send_of[q] = static_cast<const uint8_t*>(send_base) + d.send.offset;
+      recv_of[q] = static_cast<uint8_t*>(recv_base) + d.recv.offset;
     }
   }
   ch.flags(r).ipc.vote = ok ? 1 : 0;
@@ -144,7 +141,7 @@ Status on_device(const CudaIpcArgs& a, uint64_t e, ShmFlag ShmRankFlags::*which,
   return st;
 }
 
-Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>& inputs) {
+Status one_shot(const CudaIpcArgs& a, uint64_t e, const void* const* inputs) {
   const int p = a.ch.size();
   const size_t bytes = a.count * a.elem_size;
   // In place, the output is this rank's input, which the peers are reading: the result waits
@@ -152,7 +149,7 @@ Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>
   void* dst = a.recv;
   COLLX_TRY(on_device(a, e, &ShmRankFlags::reduced, [&] {
     if (a.send == a.recv) COLLX_TRY(a.dev->scratch(bytes, &dst));
-    return a.dev->reduce(dst, inputs.data(), p, a.count, a.dtype, a.op, p);
+    return a.dev->reduce(dst, inputs, p, a.count, a.dtype, a.op, p);
   }));
   shm_publish(a.ch, &ShmRankFlags::reduced, e);
   COLLX_TRY(wait_peers(a, &ShmRankFlags::reduced, e, "read this rank's input"));
@@ -162,16 +159,15 @@ Status one_shot(const CudaIpcArgs& a, uint64_t e, const std::vector<const void*>
   return a.dev->synchronize();
 }
 
-Status two_shot(const CudaIpcArgs& a, uint64_t e, std::vector<const void*>& inputs,
-                const std::vector<uint8_t*>& recv_of) {
+Status two_shot(const CudaIpcArgs& a, uint64_t e, const void** inputs, uint8_t* const* recv_of) {
   const int p = a.ch.size(), r = a.ch.rank();
   const size_t elem = a.elem_size;
   const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
   if (mine.len > 0) {
     const size_t at = mine.begin * elem;
-    for (const void*& in : inputs) in = static_cast<const uint8_t*>(in) + at;
+    for (int q = 0; q < p; ++q) inputs[q] = static_cast<const uint8_t*>(inputs[q]) + at;
     COLLX_TRY(on_device(a, e, &ShmRankFlags::reduced, [&] {
-      return a.dev->reduce(a.recv + at, inputs.data(), p, mine.len, a.dtype, a.op, p);
+      return a.dev->reduce(a.recv + at, inputs, p, mine.len, a.dtype, a.op, p);
     }));
   }
   shm_publish(a.ch, &ShmRankFlags::reduced, e);
@@ -193,12 +189,17 @@ Status two_shot(const CudaIpcArgs& a, uint64_t e, std::vector<const void*>& inpu
 
 Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran) {
   *ran = false;
+  const auto p = static_cast<size_t>(a.ch.size());
   const uint64_t e = a.ch.next_epoch();
-  std::vector<const uint8_t*> send_of;
-  std::vector<uint8_t*> recv_of;
-  COLLX_TRY(describe_and_open(a, e, ran, &send_of, &recv_of));
+  // Per rank: its input, its output, and the kernel's input (its input, offset).
+  uint8_t* space = nullptr;
+  COLLX_TRY(a.scratch.get(3 * p * sizeof(void*), &space));
+  auto* send_of = reinterpret_cast<const uint8_t**>(space);
+  auto* recv_of = reinterpret_cast<uint8_t**>(space + p * sizeof(void*));
+  auto* inputs = reinterpret_cast<const void**>(space + 2 * p * sizeof(void*));
+  COLLX_TRY(describe_and_open(a, e, ran, send_of, recv_of));
   if (!*ran) return Status();
-  std::vector<const void*> inputs(send_of.begin(), send_of.end());
+  for (size_t q = 0; q < p; ++q) inputs[q] = send_of[q];
   return a.two_shot ? two_shot(a, e, inputs, recv_of) : one_shot(a, e, inputs);
 }
 

@@ -340,9 +340,13 @@ Status Comm::execute_device(const AllreduceOp& op) {
     COLLX_TRY(agree(op, seq));
     COLLX_TRY(transport_->end_op(Status()));
   }
+  if (op.count == 0) {  // nothing to reduce: no copier or IPC object needed
+    ran_ = Algo::kStaged;
+    return Status();
+  }
   // Every rank takes the same branch: the shared segment, COLLX_CUDA (agreed at creation),
   // the count (COLLX_CHECK verifies it) and the kind of memory are the same on all ranks.
-  if (shm_ != nullptr && config_.cuda_ipc && op.count > 0 && size() > 1) {
+  if (shm_ != nullptr && config_.cuda_ipc && size() > 1) {
     bool ran = false;
     Status st = execute_ipc(op, &ran);
     if (!st.ok() || ran) return st;
@@ -386,6 +390,7 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
   if (local.ok()) local = ipc_export(op.recv_base, op.recv_id, op.recv, &recv_x);
   const CudaIpcArgs args{*transport_,
                          *shm_,
+                         scratch_,
                          ipc_dev_.get(),
                          ipc_peers_.get(),
                          op.dtype,
