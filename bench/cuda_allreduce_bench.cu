@@ -9,10 +9,6 @@
 // measured in the same run before the sweep. The first call on fresh buffers, which opens the
 // peers' allocations, is timed on its own against the steady state: the IPC cache's saving
 // per call. Exits 77 without a GPU.
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -151,7 +147,6 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
 
 }  // namespace
 
-// The parent never touches CUDA (a forked child cannot use a CUDA context of its parent).
 int main(int argc, char** argv) {
   const int p = argc > 1 ? std::atoi(argv[1]) : 2;
   const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : size_t{64} << 20;
@@ -159,27 +154,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [ranks 2-%d] [max bytes]\n", argv[0], kMaxRanks);
     return 2;
   }
-  auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
-                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (board == MAP_FAILED) return 1;
-  new (board) Board();
-  std::vector<pid_t> pids(p);
-  std::fflush(stdout);
-  for (int r = 0; r < p; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      const int rc = run_rank(board, r, p, max_bytes);
-      std::fflush(stdout);
-      std::_Exit(rc);
-    }
-  }
-  int worst = 0;
-  for (int r = 0; r < p; ++r) {
-    int st = 0;
-    waitpid(pids[r], &st, 0);
-    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    worst = std::max(worst, rc);
-  }
+  const std::vector<int> rcs =
+      fork_ranks(p, [&](Board* board, int r) { return run_rank(board, r, p, max_bytes); });
+  if (rcs.empty()) return 1;
+  const int worst = *std::max_element(rcs.begin(), rcs.end());
   if (worst == 77) std::printf("SKIP: no CUDA device\n");
   return worst;
 }

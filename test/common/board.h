@@ -5,12 +5,19 @@
 #pragma once
 
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <new>
+#include <vector>
 
 namespace collx::test {
 
@@ -59,6 +66,35 @@ inline int board_barrier(Group& g) {
   const char mine = 0;
   char all[kMaxRanks];
   return board_allgather(&mine, all, 1, &g);
+}
+
+// Forks p ranks sharing a fresh Board; rank r exits with fn(board, r). Returns each rank's
+// exit status (128 + the signal for a rank killed by one), or an empty vector if the board
+// could not be mapped. The GPU programs call it before touching CUDA: a forked child cannot
+// use a CUDA context of its parent.
+inline std::vector<int> fork_ranks(int p, const std::function<int(Board*, int)>& fn) {
+  auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (board == MAP_FAILED) return {};
+  new (board) Board();
+  std::vector<pid_t> pids(static_cast<size_t>(p));
+  std::fflush(stdout);  // or the children print the parent's buffered lines again
+  for (int r = 0; r < p; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      const int rc = fn(board, r);
+      std::fflush(stdout);
+      std::_Exit(rc);
+    }
+  }
+  std::vector<int> rcs;
+  for (pid_t pid : pids) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    rcs.push_back(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  }
+  munmap(board, sizeof(Board));
+  return rcs;
 }
 
 }  // namespace collx::test

@@ -5,10 +5,6 @@
 // between copies queued on the caller's stream; a buffer freed and allocated again at the
 // same address between calls; collx_iallreduce on device buffers. Ranks share GPUs round
 // robin, so several ranks per GPU is the usual case. Exits 77 (skipped) without a GPU.
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -193,32 +189,16 @@ int run_rank(Board* board, int rank, int p) {
 
 }  // namespace
 
-// The parent never touches CUDA (a forked child cannot use a CUDA context of its parent).
 int main(int argc, char** argv) {
   const int p = argc > 1 ? std::atoi(argv[1]) : 2;
   if (p < 1 || p > kMaxRanks) {
     std::fprintf(stderr, "usage: %s [ranks 1-%d]\n", argv[0], kMaxRanks);
     return 2;
   }
-  auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
-                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (board == MAP_FAILED) return 1;
-  new (board) Board();
-  std::vector<pid_t> pids(p);
-  std::fflush(stdout);
-  for (int r = 0; r < p; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      const int rc = run_rank(board, r, p);
-      std::fflush(stdout);
-      std::_Exit(rc);
-    }
-  }
+  const std::vector<int> rcs = fork_ranks(p, [&](Board* board, int r) { return run_rank(board, r, p); });
+  if (rcs.empty()) return 1;
   int skipped = 0, failed = 0;
-  for (int r = 0; r < p; ++r) {
-    int st = 0;
-    waitpid(pids[r], &st, 0);
-    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  for (int rc : rcs) {
     skipped += rc == 77;
     failed += rc != 0 && rc != 77;
   }
