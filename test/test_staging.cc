@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/fake_copier.h"
+#include "common/device_matrix.h"
 #include "common/fake_driver.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
@@ -129,9 +130,7 @@ TEST_CASE("device buffers: staged allreduce over 1, 2, 3 and 5 ranks, every dtyp
       Config cfg = config_for(algo, 4096);
       cfg.staging_chunk = 4096;
       cfg.cuda_ipc = false;  // within a node device buffers would go over CUDA IPC
-      std::barrier sync(p);
-      std::vector<uint8_t> expected;
-      std::atomic<int> failures{0};
+      DeviceMatrix m(p);
       run_ranks(p, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
         Comm& c = *comms[0];
         FakeDriver devs;
@@ -144,53 +143,13 @@ TEST_CASE("device buffers: staged allreduce over 1, 2, 3 and 5 ranks, every dtyp
           *out = std::move(fc);
           return Status();
         });
-        const size_t p1 = static_cast<size_t>(p) + 1;
-        for (size_t count : {size_t{0}, size_t{1}, p1, size_t{1000}, size_t{5000} + 3}) {
-          for (collx_dtype_t d : all_dtypes()) {
-            for (collx_op_t op : all_ops()) {
-              if (!op_valid(d, op)) continue;
-              const size_t bytes = count * collx_dtype_size(d);
-              if (rank == 0) {
-                expected.resize(bytes);
-                fill_expected(d, op, p, count, expected.data());
-              }
-              sync.arrive_and_wait();
-              for (bool in_place : {false, true}) {
-                std::vector<uint8_t> send(bytes + 1), recv(bytes + 64, 0xab);
-                devs.allocs.clear();
-                devs.device_memory(send.data(), send.size(), 1);
-                devs.device_memory(recv.data(), recv.size(), 1);
-                fill_input(d, op, rank, count, in_place ? recv.data() : send.data());
-                AllreduceOp o;
-                TCHECK(make_reducer(d, op, &o.red).ok());
-                o.send = in_place ? recv.data() : send.data();
-                o.recv = recv.data();
-                o.count = count;
-                if (count > 0) {
-                  const Status cm = c.check_memory(o.send, o.recv, bytes, "test", &o);
-                  TCHECK(cm.ok());
-                  TCHECK(o.mem == MemKind::kDevice);
-                }
-                const Status st = c.allreduce(o);
-                const bool ok = st.ok() &&
-                                (bytes == 0 || std::memcmp(recv.data(), expected.data(), bytes) == 0) &&
-                                recv[bytes] == 0xab && recv[bytes + 63] == 0xab;
-                if (!ok && failures.fetch_add(1) == 0) {
-                  TCHECK(st.ok());
-                  TCHECK(std::string("first failure: ") + algo + " p=" + std::to_string(p) +
-                             " count " + std::to_string(count) + " " + collx_dtype_name(d) + " " +
-                             collx_op_name(op) + (in_place ? " in place" : "") ==
-                         "");
-                }
-                if (copier != nullptr) TCHECK(copier->hazards.empty());
-              }
-              sync.arrive_and_wait();  // rank 0 rewrites `expected` next
-            }
-          }
-        }
+        const std::string first = run_device_matrix(m, c, devs, 1, rank, [&] {
+          return copier == nullptr || copier->hazards.empty() ? std::string()
+                                                              : copier->hazards[0];
+        });
+        TCHECK(std::string(algo) + ": " + first == std::string(algo) + ": ");
         TCHECK(copier != nullptr);
       });
-      CHECK(failures.load() == 0);
     }
   }
 }
