@@ -148,6 +148,11 @@ TEST_CASE("pointer cache: without a driver everything is host, and the cache is 
   CHECK(small.stats().misses == 11);
 }
 
+// An allocation of a peer, as the peer exports it.
+IpcExport exported(uint8_t tag, uint64_t base, uint64_t size, uint64_t id) {
+  return IpcExport{handle(tag), base, size, 0, id};
+}
+
 TEST_CASE("IPC cache: opens once per peer buffer, reopens stale handles, closes what it drops") {
   FakeOpener op;
   {
@@ -155,35 +160,67 @@ TEST_CASE("IPC cache: opens once per peer buffer, reopens stale handles, closes 
     void* a = nullptr;
     void* b = nullptr;
     for (int i = 0; i < 50; ++i) {
-      REQUIRE(cache.map(1, handle(1), 100, &a).ok());
-      REQUIRE(cache.map(2, handle(1), 200, &b).ok());  // same handle bytes, other peer
+      REQUIRE(cache.map(1, exported(1, 0x100000, 0x1000, 100), &a).ok());
+      REQUIRE(cache.map(2, exported(1, 0x100000, 0x1000, 200), &b).ok());  // other peer
     }
     CHECK(op.opens == 2);
     CHECK(cache.stats().hits == 98);
     CHECK(a != b);
 
-    // The peer freed its buffer and exported a new one that came with the same handle bytes.
+    // The peer freed its buffer and made a new one at the same address, with the same handle
+    // bytes or new ones: the old mapping is closed before the new one is opened.
     void* a2 = nullptr;
-    REQUIRE(cache.map(1, handle(1), 101, &a2).ok());
+    REQUIRE(cache.map(1, exported(1, 0x100000, 0x1000, 101), &a2).ok());
     CHECK(op.opens == 3);
     CHECK(op.closes == 1);
     CHECK(a2 != a);
+    REQUIRE(cache.map(1, exported(2, 0x100000, 0x1000, 102), &a2).ok());
+    CHECK(op.opens == 4);
+    CHECK(op.closes == 2);
+    CHECK(op.open_now.size() == 2);
 
     // Bounded: a fourth mapping closes the least recently used one.
     void* x = nullptr;
-    REQUIRE(cache.map(3, handle(7), 300, &x).ok());
-    REQUIRE(cache.map(3, handle(8), 301, &x).ok());
+    REQUIRE(cache.map(3, exported(7, 0x200000, 0x1000, 300), &x).ok());
+    REQUIRE(cache.map(3, exported(8, 0x300000, 0x1000, 301), &x).ok());
     CHECK(cache.size() == 3);
-    CHECK(op.closes == 2);
+    CHECK(op.closes == 3);
 
     // A failed open leaves nothing behind.
     op.fail = true;
-    CHECK(cache.map(4, handle(9), 400, &x).code() == COLLX_ERR_TRANSPORT);
+    CHECK(cache.map(4, exported(9, 0x100000, 0x1000, 400), &x).code() == COLLX_ERR_TRANSPORT);
     CHECK(cache.size() == 3);
     op.fail = false;
   }
   CHECK(op.open_now.empty());  // destruction closed the rest
   CHECK(op.opens == op.closes);
+}
+
+TEST_CASE("IPC cache: a new allocation of a peer closes the peer's mappings it overlaps") {
+  FakeOpener op;
+  IpcCache cache(&op, 16);
+  void* x = nullptr;
+  // Peer 1 has four allocations of 0x1000 at 0x10000, 0x11000, 0x12000, 0x14000; peer 2 one
+  // at the same addresses as the middle ones.
+  for (uint64_t base : {0x10000, 0x11000, 0x12000, 0x14000}) {
+    REQUIRE(cache.map(1, exported(1, base, 0x1000, base), &x).ok());
+  }
+  REQUIRE(cache.map(2, exported(1, 0x11000, 0x2000, 7), &x).ok());
+  CHECK(op.opens == 5);
+  // Peer 1 freed the second and third and made one allocation across them and a new page.
+  REQUIRE(cache.map(1, exported(2, 0x11800, 0x2000, 99), &x).ok());
+  CHECK(op.closes == 2);
+  CHECK(cache.size() == 4);
+  // Its neighbours and the other peer's mapping are still open: hits, no opens.
+  const uint64_t opens = op.opens;
+  REQUIRE(cache.map(1, exported(1, 0x10000, 0x1000, 0x10000), &x).ok());
+  REQUIRE(cache.map(1, exported(1, 0x14000, 0x1000, 0x14000), &x).ok());
+  REQUIRE(cache.map(2, exported(1, 0x11000, 0x2000, 7), &x).ok());
+  CHECK(op.opens == opens);
+  // An allocation that ends where a mapping starts does not overlap it.
+  REQUIRE(cache.map(1, exported(3, 0xf000, 0x1000, 5), &x).ok());
+  CHECK(op.closes == 2);
+  CHECK(cache.size() == 5);
 }
 
 TEST_CASE("a call's buffers: same kind of memory, one device, inside one allocation") {

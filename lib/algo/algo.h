@@ -67,14 +67,6 @@ Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 
-// A device buffer as the peers open it: the IPC handle of its allocation, its offset in the
-// allocation and the allocation's buffer id (in the exporting process).
-struct IpcExport {
-  IpcHandle handle;
-  uint64_t offset = 0;
-  uint64_t buffer_id = 0;
-};
-
 // The CUDA IPC allreduce of device buffers, for the ranks of one node (algo/cuda_ipc.cc).
 struct CudaIpcArgs {
   Transport& t;         // for the deadline of every wait

@@ -78,8 +78,8 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
     ok = d.exported != 0 && a.dev->can_reach(d.device);
     void* send_base = nullptr;
     void* recv_base = nullptr;
-    ok = ok && a.peers->map(q, d.send.handle, d.send.buffer_id, &send_base).ok() &&
-         a.peers->map(q, d.recv.handle, d.recv.buffer_id, &recv_base).ok();
+    ok = ok && a.peers->map(q, d.send, &send_base).ok() &&
+         a.peers->map(q, d.recv, &recv_base).ok();
     if (ok) {
       send_of[q] = static_cast<const uint8_t*>(send_base) + d.send.offset;
       recv_of[q] = static_cast<uint8_t*>(recv_base) + d.recv.offset;

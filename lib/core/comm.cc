@@ -75,6 +75,8 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
   op->device = s.device;
   op->send_base = s.base;
   op->recv_base = r.base;
+  op->send_size = s.size;
+  op->recv_size = r.size;
   op->send_id = s.buffer_id;
   op->recv_id = r.buffer_id;
   return Status();
@@ -354,7 +356,8 @@ Status Comm::execute_device(const AllreduceOp& op) {
   return execute_staged(op);
 }
 
-Status Comm::ipc_export(uintptr_t base, uint64_t id, const void* p, IpcExport* out) {
+Status Comm::ipc_export(uintptr_t base, size_t size, uint64_t id, const void* p,
+                        IpcExport* out) {
   IpcHandle* h = ipc_handles_.find(id);
   if (h == nullptr) {
     IpcHandle fresh;
@@ -362,7 +365,7 @@ Status Comm::ipc_export(uintptr_t base, uint64_t id, const void* p, IpcExport* o
     ++ipc_exported_;
     h = &ipc_handles_.put(id, fresh, [](uint64_t, IpcHandle&) {});
   }
-  *out = IpcExport{*h, reinterpret_cast<uintptr_t>(p) - base, id};
+  *out = IpcExport{*h, base, size, reinterpret_cast<uintptr_t>(p) - base, id};
   return Status();
 }
 
@@ -386,8 +389,8 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
   // The peers read the input as soon as this rank says it is there.
   if (local.ok()) local = ipc_dev_->wait_stream(op.on_stream ? op.stream : nullptr);
   IpcExport send_x, recv_x;
-  if (local.ok()) local = ipc_export(op.send_base, op.send_id, op.send, &send_x);
-  if (local.ok()) local = ipc_export(op.recv_base, op.recv_id, op.recv, &recv_x);
+  if (local.ok()) local = ipc_export(op.send_base, op.send_size, op.send_id, op.send, &send_x);
+  if (local.ok()) local = ipc_export(op.recv_base, op.recv_size, op.recv_id, op.recv, &recv_x);
   const CudaIpcArgs args{*transport_,
                          *shm_,
                          scratch_,

@@ -36,7 +36,8 @@ struct AllreduceOp {
   collx_op_t op = COLLX_SUM;
   MemKind mem = MemKind::kHost;  // kDevice: CUDA IPC within a node, else host staging
   int device = -1;               // the CUDA device of device buffers
-  uintptr_t send_base = 0, recv_base = 0;  // device buffers: their allocations' starts
+  uintptr_t send_base = 0, recv_base = 0;  // device buffers: their allocations' starts,
+  size_t send_size = 0, recv_size = 0;     // sizes
   uint64_t send_id = 0, recv_id = 0;       // and buffer ids (pointer cache)
   bool on_stream = false;        // collx_allreduce_stream: ordered after work on `stream`
   void* stream = nullptr;
@@ -109,7 +110,7 @@ class Comm {
   Status execute_ipc(const AllreduceOp& op, bool* ran);
   Status execute_staged(const AllreduceOp& op);
   // This rank's IPC description of a device buffer (an export per allocation, cached).
-  Status ipc_export(uintptr_t base, uint64_t id, const void* p, IpcExport* out);
+  Status ipc_export(uintptr_t base, size_t size, uint64_t id, const void* p, IpcExport* out);
   Status run_barrier();
   Status usable() const;  // COLLX_ERR_COMM_FAILED once fail() was called
   Status agree(const AllreduceOp& op, uint32_t seq);

@@ -1,11 +1,14 @@
 // IPC registration cache: peers' GPU allocations opened in this process (cudaIpcOpenMemHandle
 // costs ~100 us and maps memory; a stale mapping gives wrong answers).
 //
-// Keyed by (peer rank, the peer's exported handle) and validated by the buffer id the peer
-// sends with the handle: when the peer has freed the allocation and made a new one that comes
-// with the same handle bytes, the id differs, and the old mapping is closed and the new one
-// opened. Bounded: when full, the least recently used mapping is closed. Repeated calls on the
-// same buffers open nothing.
+// Keyed by (peer rank, the allocation's start in the peer's address space) and validated by
+// the buffer id the peer sends with the handle: when the peer has freed the allocation and
+// made a new one at the same address, the id differs, and the old mapping is closed and the
+// new one opened. Before an open, every mapping of that peer whose range overlaps the new
+// allocation is closed: the peer must have freed those, and CUDA refuses to open an allocation
+// at addresses a mapping still holds (CUDA_ERROR_ALREADY_MAPPED, seen on an H100 when a peer
+// reallocated at the same address under a new handle). Bounded: when full, the least recently
+// used mapping is closed. Repeated calls on the same buffers open nothing.
 #pragma once
 
 #include <array>
@@ -26,6 +29,17 @@ struct IpcHandle {
 
 // Opens and closes peers' handles. An interface so that the cache runs, and is tested,
 // without a GPU.
+// A device buffer as its owner exports it to the peers: the IPC handle of its allocation, the
+// allocation's start and size in the owner's address space, the buffer's offset in it, and the
+// allocation's buffer id (pointer cache) in the owner's process.
+struct IpcExport {
+  IpcHandle handle;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+  uint64_t buffer_id = 0;
+};
+
 class IpcOpener {
  public:
   virtual ~IpcOpener() = default;
@@ -40,9 +54,9 @@ class IpcCache {
   IpcCache(const IpcCache&) = delete;
   IpcCache& operator=(const IpcCache&) = delete;
 
-  // This process's address of the start of `peer`'s allocation exported as `h`, whose buffer
-  // id (in the peer's process) is `buffer_id`: from the cache, or opened now.
-  Status map(int peer, const IpcHandle& h, uint64_t buffer_id, void** base);
+  // This process's address of the start of `peer`'s allocation exported as `x`: from the
+  // cache, or opened now.
+  Status map(int peer, const IpcExport& x, void** base);
 
   struct Stats {
     uint64_t hits = 0;
@@ -55,12 +69,14 @@ class IpcCache {
  private:
   struct Key {
     int peer;
-    IpcHandle handle;
+    uint64_t base;  // in the peer's address space
     auto operator<=>(const Key&) const = default;
   };
   struct Mapping {
-    void* base;
+    void* base;  // in this process
+    uint64_t size;
     uint64_t buffer_id;
+    IpcHandle handle;
   };
   void close(const Key&, Mapping& m);
 

@@ -37,7 +37,7 @@ struct alignas(64) ShmBuffers {
 // cuda_ipc_*: a rank's description of its device buffers (algo/cuda_ipc.cc lays it out),
 // written before `ready` is published; its vote, written before `voted` is.
 struct alignas(64) ShmIpcArea {
-  uint8_t descriptor[192];
+  uint8_t descriptor[256];
   uint32_t vote;
 };
 
