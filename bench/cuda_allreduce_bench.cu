@@ -1,8 +1,8 @@
 // Device-buffer allreduce on one GPU machine, over forked ranks (the GPU machine has no MPI):
 //   cuda_allreduce_bench N [max_bytes]
 // N ranks share the GPUs round robin (several ranks per GPU when N exceeds them). Each rank
-// holds two communicators, one over CUDA IPC (the default) and one with COLLX_CUDA=0 (host
-// staging), and times float32 sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by
+// holds three communicators: one over CUDA IPC at every size, one with COLLX_CUDA=0 (host
+// staging), and one with the defaults (staging below COLLX_CUDA_IPC_MIN), and times float32 sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by
 // default) on both in the same run: per size, the median over 5 repetitions of the mean time
 // per call, the slowest rank's. Bus bandwidth is 2(p-1)/p * bytes / time; the copy bandwidth
 // it is compared with is rank 0's cudaMemcpy device-to-device of 64 MiB (bytes copied / time)
@@ -77,16 +77,25 @@ double copy_bandwidth() {
   return static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
-collx_comm_t make_comm(Group& g, bool ipc) {
-  if (ipc) unsetenv("COLLX_CUDA");
-  else setenv("COLLX_CUDA", "0", 1);
+// kIpc: CUDA IPC at every size; kStaged: COLLX_CUDA=0; kAuto: the defaults (IPC or staging
+// by size, see COLLX_CUDA_IPC_MIN).
+enum Mode { kIpc, kStaged, kAuto };
+
+collx_comm_t make_comm(Group& g, Mode mode) {
+  if (mode == kStaged) setenv("COLLX_CUDA", "0", 1);
+  if (mode == kIpc) {
+    setenv("COLLX_CUDA_IPC_MIN", "0", 1);
+    setenv("COLLX_CUDA_IPC_MIN_TIMESLICED", "0", 1);
+  }
   collx_comm_t c = nullptr;
   collx_comm_params_t params{g.rank, g.size, board_allgather, &g};
   if (collx_comm_create(&params, &c) != COLLX_SUCCESS) {
     std::fprintf(stderr, "rank %d: %s\n", g.rank, collx_last_error());
     std::exit(1);
   }
-  unsetenv("COLLX_CUDA");
+  for (const char* v : {"COLLX_CUDA", "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED"}) {
+    unsetenv(v);
+  }
   return c;
 }
 
@@ -97,7 +106,7 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
   Group g{board, rank, p};
   if (collx_init() != COLLX_SUCCESS) return 1;
   const double copy_gbs = rank == 0 ? copy_bandwidth() : 0;
-  collx_comm_t ipc = make_comm(g, true), staged = make_comm(g, false);
+  collx_comm_t ipc = make_comm(g, kIpc), staged = make_comm(g, kStaged), dflt = make_comm(g, kAuto);
   float* buf = nullptr;
   CUDA_OK(cudaMalloc(&buf, std::max<size_t>(max_bytes, 4)));
   CUDA_OK(cudaMemset(buf, 0, std::max<size_t>(max_bytes, 4)));
@@ -106,17 +115,18 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
     std::printf("# libcollx device allreduce: %d ranks on %d GPU(s), float32 sum, in place\n", p,
                 std::min(p, devices));
     std::printf("# D2D copy (rank 0, 64 MiB): %.1f GB/s\n", copy_gbs);
-    std::printf("%-10s %12s %12s %10s %14s %10s\n", "# Size", "ipc_us", "staged_us",
-                "staged/ipc", "ipc_busbw_GBs", "busbw/copy");
+    std::printf("%-10s %12s %12s %10s %14s %10s %12s\n", "# Size", "ipc_us", "staged_us",
+                "staged/ipc", "ipc_busbw_GBs", "busbw/copy", "default_us");
   }
   for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / sizeof(float);
     const double t_ipc = time_calls(ipc, buf, count, g);
     const double t_staged = time_calls(staged, buf, count, g);
+    const double t_default = time_calls(dflt, buf, count, g);
     if (rank == 0) {
       const double busbw = 2.0 * (p - 1) / p * static_cast<double>(bytes) / (t_ipc * 1e-6) / 1e9;
-      std::printf("%-10zu %12.2f %12.2f %10.2f %14.2f %10.3f\n", bytes, t_ipc, t_staged,
-                  t_staged / t_ipc, busbw, busbw / copy_gbs);
+      std::printf("%-10zu %12.2f %12.2f %10.2f %14.2f %10.3f %12.2f\n", bytes, t_ipc, t_staged,
+                  t_staged / t_ipc, busbw, busbw / copy_gbs, t_default);
       std::fflush(stdout);
     }
   }
@@ -138,7 +148,8 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
   }
   CUDA_OK(cudaFree(fresh));
   CUDA_OK(cudaFree(buf));
-  if (collx_comm_destroy(ipc) != COLLX_SUCCESS || collx_comm_destroy(staged) != COLLX_SUCCESS) {
+  if (collx_comm_destroy(ipc) != COLLX_SUCCESS || collx_comm_destroy(staged) != COLLX_SUCCESS ||
+      collx_comm_destroy(dflt) != COLLX_SUCCESS) {
     return 1;
   }
   collx_finalize();

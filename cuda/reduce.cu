@@ -1,6 +1,7 @@
 // GPU reduction kernels (see reduce.h). A grid-stride loop in which each thread loads 16 bytes
-// of every input, combines them left to right in registers and stores 16 bytes: one pass over
-// the inputs and the output, whatever their number, so the kernel runs at memory bandwidth.
+// of every input for each of its packs, combines them left to right in registers and stores 16
+// bytes: one pass over the inputs and the output, whatever their number, so the kernel runs at
+// memory bandwidth.
 #include "cuda/reduce.h"
 
 #include <cuda_runtime.h>
@@ -30,19 +31,41 @@ struct alignas(sizeof(T) * V) Pack {
   T e[V];
 };
 
+// Each thread handles kUnroll packs per round, kThreads apart (so that a warp's accesses stay
+// contiguous), and issues the loads of all of them before combining: four times the loads in
+// flight of one pack per round, which a runtime number of inputs would otherwise serialise.
+constexpr int kUnroll = 4;
+
 template <typename T, typename Op, int V>
 __global__ void reduce_kernel(T* dst, Inputs in, size_t packs) {
   using P = Pack<T, V>;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs;
-       i += stride) {
-    P acc = static_cast<const P*>(in.p[0])[i];
-    for (int k = 1; k < in.n; ++k) {
-      const P x = static_cast<const P*>(in.p[k])[i];
+  const size_t round = static_cast<size_t>(gridDim.x) * kThreads * kUnroll;
+  for (size_t at = static_cast<size_t>(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
+       at < packs; at += round) {
+    P acc[kUnroll];
 #pragma unroll
-      for (int j = 0; j < V; ++j) acc.e[j] = combine<Op>(acc.e[j], x.e[j]);
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = at + static_cast<size_t>(u) * kThreads;
+      if (i < packs) acc[u] = static_cast<const P*>(in.p[0])[i];
     }
-    reinterpret_cast<P*>(dst)[i] = acc;
+    for (int k = 1; k < in.n; ++k) {
+      P x[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t i = at + static_cast<size_t>(u) * kThreads;
+        if (i < packs) x[u] = static_cast<const P*>(in.p[k])[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc[u].e[j] = combine<Op>(acc[u].e[j], x[u].e[j]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = at + static_cast<size_t>(u) * kThreads;
+      if (i < packs) reinterpret_cast<P*>(dst)[i] = acc[u];
+    }
   }
 }
 
@@ -59,6 +82,12 @@ unsigned blocks_for(size_t work) {
   return static_cast<unsigned>(std::min((work + kThreads - 1) / kThreads, kMaxBlocks));
 }
 
+// reduce_kernel's grid: each block covers kThreads * kUnroll packs per round.
+unsigned reduce_blocks(size_t packs) {
+  const size_t per_block = static_cast<size_t>(kThreads) * kUnroll;
+  return static_cast<unsigned>(std::min((packs + per_block - 1) / per_block, kMaxBlocks));
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T, typename Op>
@@ -72,13 +101,14 @@ int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s
   if (aligned && count >= static_cast<size_t>(V)) {
     const size_t packs = count / V;
     for (int k = 0; k < n; ++k) ins.p[k] = in[k];
-    reduce_kernel<T, Op, V><<<blocks_for(packs), kThreads, 0, s>>>(static_cast<T*>(dst), ins, packs);
+    reduce_kernel<T, Op, V><<<reduce_blocks(packs), kThreads, 0, s>>>(static_cast<T*>(dst), ins, packs);
     done = packs * V;
   }
   if (done < count) {
     for (int k = 0; k < n; ++k) ins.p[k] = static_cast<const T*>(in[k]) + done;
     reduce_kernel<T, Op, 1>
-        <<<blocks_for(count - done), kThreads, 0, s>>>(static_cast<T*>(dst) + done, ins, count - done);
+        <<<reduce_blocks(count - done), kThreads, 0, s>>>(static_cast<T*>(dst) + done, ins,
+                                                          count - done);
   }
   return static_cast<int>(cudaGetLastError());
 }

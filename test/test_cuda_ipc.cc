@@ -32,6 +32,7 @@ struct FakeDeviceIpc : DeviceIpc {
   DeviceUuid id;
   std::set<DeviceUuid> unreachable;
   bool fail_open = false;
+  bool on_mps = true;
   bool fail_reduce = false, fail_copy = false;  // the device work fails
   int exports = 0, opens = 0, closes = 0, syncs = 0;
   std::vector<void*> streams;  // wait_stream calls
@@ -41,6 +42,7 @@ struct FakeDeviceIpc : DeviceIpc {
   explicit FakeDeviceIpc(uint8_t device) { id.bytes[0] = device; }
 
   DeviceUuid uuid() const override { return id; }
+  bool mps() const override { return on_mps; }
   bool can_reach(const DeviceUuid& peer) override { return unreachable.count(peer) == 0; }
   Status export_handle(const void* base, IpcHandle* out) override {
     ++exports;
@@ -273,6 +275,35 @@ TEST_CASE("CUDA IPC: COLLX_CUDA=0 stages; the caller's stream is waited for") {
     TCHECK(ipc.ipc->streams == std::vector<void*>{nullptr, o.stream});
     TCHECK(b[0] == 1.0);
   });
+}
+
+TEST_CASE("CUDA IPC: small messages are staged, larger ones where ranks share a GPU without MPS") {
+  Config cfg = config_for("auto");
+  cfg.cuda_ipc_min = 4096;
+  cfg.cuda_ipc_min_timesliced = 65536;
+  for (int layout = 0; layout < 3; ++layout) {
+    // 0: one GPU, MPS; 1: one GPU, no MPS; 2: a GPU per rank (peer access), no MPS.
+    run_ranks(2, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+      Comm& c = *comms[0];
+      Fakes f;
+      f.setup = [&](FakeDeviceIpc& d) { d.on_mps = layout == 0; };
+      f.attach(c, layout == 2 ? static_cast<uint8_t>(10 + rank) : 7);
+      std::vector<float> buf(65536 / 4 + 1);
+      f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+      for (size_t bytes : {size_t{4}, size_t{4092}, size_t{4096}, size_t{65532}, size_t{65536}}) {
+        std::fill(buf.begin(), buf.end(), 1.5f);
+        const size_t count = bytes / 4;
+        const Status st =
+            c.allreduce(device_op(c, buf.data(), buf.data(), count, COLLX_FLOAT32, COLLX_SUM));
+        if (!st.ok()) std::fprintf(stderr, "%d %zu %s\n", layout, bytes, st.message().c_str());
+        TCHECK(st.ok());
+        TCHECK(buf[count - 1] == 3.0f);
+        TCHECK(buf[count] == 1.5f);
+        const size_t least = layout == 1 ? 65536 : 4096;
+        TCHECK((c.last_algo() == Algo::kStaged) == (bytes < least));
+      }
+    });
+  }
 }
 
 TEST_CASE("CUDA IPC under COLLX_CHECK: a disagreement is a mismatch, and the ranks stay in step") {

@@ -83,6 +83,10 @@ struct CudaIpcArgs {
   bool exported;        // send_x and recv_x are valid
   IpcExport send_x, recv_x;
   bool two_shot;        // cuda_ipc_two_shot, else cuda_ipc_one_shot
+  // Below these sizes every rank stages instead (Config::cuda_ipc_min, and
+  // cuda_ipc_min_timesliced where two ranks share a GPU without MPS).
+  size_t ipc_min;
+  size_t ipc_min_timesliced;
 };
 
 // Every rank describes its buffers and opens the peers'; where any rank cannot (no IPC

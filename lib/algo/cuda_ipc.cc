@@ -46,9 +46,25 @@ namespace {
 struct Descriptor {
   DeviceUuid device;
   uint32_t exported;  // send and recv are valid
+  uint32_t mps;       // its device work goes through MPS
   IpcExport send, recv;
 };
 static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
+
+// Whether two ranks' descriptors name the same GPU and one of them works on it without MPS.
+bool timesliced(const ShmChannel& ch) {
+  const int p = ch.size();
+  for (int q = 0; q < p; ++q) {
+    Descriptor dq;
+    std::memcpy(&dq, ch.flags(q).ipc.descriptor, sizeof dq);
+    for (int s = q + 1; s < p; ++s) {
+      Descriptor ds;
+      std::memcpy(&ds, ch.flags(s).ipc.descriptor, sizeof ds);
+      if (dq.device == ds.device && (dq.mps == 0 || ds.mps == 0)) return true;
+    }
+  }
+  return false;
+}
 
 // Describes this rank's buffers, waits for every rank's description, opens the peers'
 // buffers and votes. *ran: every rank could; then send_of[q] and recv_of[q] are rank q's
@@ -58,13 +74,19 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
-  if (a.dev != nullptr) mine.device = a.dev->uuid();
+  if (a.dev != nullptr) mine.device = a.dev->uuid(), mine.mps = a.dev->mps() ? 1 : 0;
   mine.exported = a.dev != nullptr && a.exported ? 1 : 0;
   mine.send = a.send_x;
   mine.recv = a.recv_x;
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its device buffers"));
+  // Small messages are staged, at a larger size where ranks share a GPU without MPS. Every
+  // rank decides from the same descriptors, so no vote is needed for it.
+  if (a.count * a.elem_size < (timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
+    *ran = false;
+    return Status();
+  }
 
   bool ok = mine.exported != 0;
   for (int q = 0; q < p && ok; ++q) {

@@ -258,22 +258,25 @@ Status Comm::setup_shm(const std::string& name, const Status& created,
   // buffers runs: ranks that differ would wait for each other in different ones. Each value
   // and its negation, so that one minimum gives both the smallest and the largest.
   const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
-  const int64_t settings[3] = {config_.cuda_ipc ? 1 : 0, clamp(config_.cuda_two_shot),
-                               clamp(config_.staging_chunk)};
-  int64_t v[7] = {attached.ok() ? 1 : 0};
-  for (int i = 0; i < 3; ++i) v[1 + i] = settings[i], v[4 + i] = -settings[i];
-  COLLX_TRY(small_allreduce(v, 7, COLLX_MIN));
+  constexpr int kSettings = 5;
+  const int64_t settings[kSettings] = {
+      config_.cuda_ipc ? 1 : 0, clamp(config_.cuda_two_shot), clamp(config_.staging_chunk),
+      clamp(config_.cuda_ipc_min), clamp(config_.cuda_ipc_min_timesliced)};
+  int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
+  for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
+  COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
-  static const char* const kNames[3] = {"COLLX_CUDA", "COLLX_CUDA_TWO_SHOT",
-                                        "COLLX_STAGING_CHUNK"};
-  for (int i = 0; i < 3; ++i) {
-    if (v[1 + i] != -v[4 + i]) {
+  static const char* const kNames[kSettings] = {"COLLX_CUDA", "COLLX_CUDA_TWO_SHOT",
+                                                "COLLX_STAGING_CHUNK", "COLLX_CUDA_IPC_MIN",
+                                                "COLLX_CUDA_IPC_MIN_TIMESLICED"};
+  for (int i = 0; i < kSettings; ++i) {
+    if (v[1 + i] != -v[1 + kSettings + i]) {
       return error(COLLX_ERR_CONFIG,
                    "rank %d: %s differs between the ranks (from %lld to %lld): set it alike on "
                    "all ranks",
                    rank(), kNames[i], static_cast<long long>(v[1 + i]),
-                   static_cast<long long>(-v[4 + i]));
+                   static_cast<long long>(-v[1 + kSettings + i]));
     }
   }
   const int64_t ok = v[0];
@@ -346,9 +349,13 @@ Status Comm::execute_device(const AllreduceOp& op) {
     ran_ = Algo::kStaged;
     return Status();
   }
-  // Every rank takes the same branch: the shared segment, COLLX_CUDA (agreed at creation),
-  // the count (COLLX_CHECK verifies it) and the kind of memory are the same on all ranks.
-  if (shm_ != nullptr && config_.cuda_ipc && size() > 1) {
+  // Every rank takes the same branch: the shared segment, COLLX_CUDA and the IPC thresholds
+  // (agreed at creation), the count (COLLX_CHECK verifies it) and the kind of memory are the
+  // same on all ranks. Below both thresholds the call is staged whatever the GPUs are, so
+  // without describing the buffers (which costs a time slice where ranks share a GPU).
+  const size_t bytes = op.count * op.red.elem_size;
+  const bool small = bytes < std::min(config_.cuda_ipc_min, config_.cuda_ipc_min_timesliced);
+  if (shm_ != nullptr && config_.cuda_ipc && size() > 1 && !small) {
     bool ran = false;
     Status st = execute_ipc(op, &ran);
     if (!st.ok() || ran) return st;
@@ -405,7 +412,9 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
                          local.ok(),
                          send_x,
                          recv_x,
-                         op.count * op.red.elem_size >= config_.cuda_two_shot};
+                         op.count * op.red.elem_size >= config_.cuda_two_shot,
+                         config_.cuda_ipc_min,
+                         config_.cuda_ipc_min_timesliced};
   ran_ = args.two_shot ? Algo::kCudaIpcTwoShot : Algo::kCudaIpcOneShot;
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
   Status st = transport_->end_op(allreduce_cuda_ipc(args, ran));

@@ -88,6 +88,7 @@ class Comm {
   const IpcCache* ipc_cache() const { return ipc_peers_.get(); }
   // IPC handles exported so far (each allocation once).
   uint64_t ipc_exports() const { return ipc_exported_; }
+  Algo last_algo() const { return ran_; }  // the algorithm the last operation ran
 
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);

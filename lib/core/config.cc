@@ -60,6 +60,15 @@ const ConfigRow kRows[] = {
      "CUDA IPC: messages of at least this size use the two-shot algorithm (reduce-scatter, "
      "then allgather through IPC reads), smaller ones the one-shot (every rank reduces all "
      "inputs). Set it alike on all ranks."},
+    {"COLLX_CUDA_IPC_MIN", "bytes", "16K",
+     "CUDA IPC: smaller messages are staged through host memory instead, where every GPU runs "
+     "one rank or MPS (measured on an H100: staging is faster below about 16K). Set it alike on "
+     "all ranks."},
+    {"COLLX_CUDA_IPC_MIN_TIMESLICED", "bytes", "2M",
+     "CUDA IPC: smaller messages are staged through host memory instead, where ranks share a "
+     "GPU without MPS: the GPU then runs one process's kernels at a time, and each kernel waits "
+     "for a time slice (about 250 us per process measured on an H100), while copies do not. "
+     "Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
@@ -158,6 +167,12 @@ Status load_config(Config* out, char** env) {
       }
     } else if (name == "COLLX_CUDA_TWO_SHOT") {
       if (!parse_bytes(v, &c.cuda_two_shot)) return bad(row.name, v, "a size such as 256K");
+    } else if (name == "COLLX_CUDA_IPC_MIN") {
+      if (!parse_bytes(v, &c.cuda_ipc_min)) return bad(row.name, v, "a size such as 16K");
+    } else if (name == "COLLX_CUDA_IPC_MIN_TIMESLICED") {
+      if (!parse_bytes(v, &c.cuda_ipc_min_timesliced)) {
+        return bad(row.name, v, "a size such as 2M");
+      }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
     } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK" ||

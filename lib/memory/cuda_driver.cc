@@ -65,6 +65,7 @@ struct Driver {
   CUresult (*ipc_open)(CUdeviceptr*, CuIpcMemHandle, unsigned);
   CUresult (*ipc_close)(CUdeviceptr);
   CUresult (*device_uuid)(DeviceUuid*, int);
+  CUresult (*device_attribute)(int*, int, int);
   CUresult (*can_access_peer)(int*, int, int);
 };
 
@@ -145,6 +146,7 @@ void load() {
       find(lib, "cuIpcOpenMemHandle_v2", &d.ipc_open) &&
       find(lib, "cuIpcCloseMemHandle", &d.ipc_close) &&
       find(lib, "cuDeviceGetUuid_v2", &d.device_uuid) &&
+      find(lib, "cuDeviceGetAttribute", &d.device_attribute) &&
       find(lib, "cuDeviceCanAccessPeer", &d.can_access_peer);
   int devices = 0;
   if (!all) {
@@ -354,10 +356,15 @@ class CudaDeviceIpc final : public DeviceIpc {
     Scope scope(pc_);
     COLLX_TRY(scope.status);
     COLLX_TRY(pc_.check(d_.device_uuid(&uuid_, pc_.cu_device), "cuDeviceGetUuid"));
+    // A driver older than the attribute (CUDA 12.4) refuses it: then not known to be MPS.
+    constexpr int kAttrMpsEnabled = 133;  // CU_DEVICE_ATTRIBUTE_MPS_ENABLED
+    int mps = 0;
+    mps_ = d_.device_attribute(&mps, kAttrMpsEnabled, pc_.cu_device) == 0 && mps != 0;
     return pc_.check(d_.stream_create(&stream_, 0), "cuStreamCreate");
   }
 
   DeviceUuid uuid() const override { return uuid_; }
+  bool mps() const override { return mps_; }
 
   bool can_reach(const DeviceUuid& peer) override {
     if (peer == uuid_) return true;
@@ -495,6 +502,7 @@ class CudaDeviceIpc final : public DeviceIpc {
   PrimaryContext pc_;  // declared first among the resources: released last
   void* stream_ = nullptr;
   DeviceUuid uuid_;
+  bool mps_ = false;
   Buffer scratch_, chain_;
   std::map<DeviceUuid, bool> reach_;
 };

@@ -29,6 +29,9 @@ class DeviceIpc : public IpcOpener {
   // Whether kernels on this device can read memory of device `peer`: the same device, or one
   // with peer access.
   virtual bool can_reach(const DeviceUuid& peer) = 0;
+  // Whether this process's work on the device goes through MPS (so that kernels of several
+  // processes run at once), rather than the GPU time-slicing between processes.
+  virtual bool mps() const = 0;
   // The IPC handle of the allocation that starts at `base`.
   virtual Status export_handle(const void* base, IpcHandle* out) = 0;
   // Device memory of at least `bytes`, owned by this object and kept across calls.

@@ -66,6 +66,8 @@ inline Config config_for(const char* algo, size_t segment = 64 << 10) {
   c.shm_chunk = segment;
   c.spin = 5;  // microseconds: usually more threads than cores
   c.timeout_s = 120;
+  c.cuda_ipc_min = 0;  // device buffers over CUDA IPC at every size (tests of the threshold
+  c.cuda_ipc_min_timesliced = 0;  // set their own)
   return c;
 }
 
