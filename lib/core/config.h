@@ -35,7 +35,7 @@ struct Config {
   size_t shm_chunk = 256 << 10;
   size_t staging_chunk = 1 << 20;  // device buffers: bytes per staged chunk
   bool cuda_ipc = true;            // COLLX_CUDA: device buffers over CUDA IPC within a node
-  size_t cuda_two_shot = 256 << 10;  // device buffers of at least this size: two-shot
+  size_t cuda_two_shot = 2 << 20;  // device buffers of at least this size: two-shot
   // Device buffers below these sizes are staged rather than reduced over CUDA IPC: when every
   // GPU runs one rank or MPS (cuda_ipc_min), and when ranks share a GPU without MPS, which
   // then runs one process's kernels at a time (cuda_ipc_min_timesliced).
