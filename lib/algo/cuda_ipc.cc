@@ -43,24 +43,31 @@ namespace collx {
 namespace {
 
 // What a rank writes into its ShmIpcArea before publishing `ready`.
-struct Descriptor {
+struct DescriptorHead {
   DeviceUuid device;
   uint32_t exported;  // send and recv are valid
   uint32_t mps;       // its device work goes through MPS
+};
+struct Descriptor {
+  DescriptorHead head;
   IpcExport send, recv;
 };
 static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
+
+DescriptorHead head_of(const ShmChannel& ch, int q) {
+  DescriptorHead h;
+  std::memcpy(&h, ch.flags(q).ipc.descriptor, sizeof h);
+  return h;
+}
 
 // Whether two ranks' descriptors name the same GPU and one of them works on it without MPS.
 bool timesliced(const ShmChannel& ch) {
   const int p = ch.size();
   for (int q = 0; q < p; ++q) {
-    Descriptor dq;
-    std::memcpy(&dq, ch.flags(q).ipc.descriptor, sizeof dq);
+    const DescriptorHead hq = head_of(ch, q);
     for (int s = q + 1; s < p; ++s) {
-      Descriptor ds;
-      std::memcpy(&ds, ch.flags(s).ipc.descriptor, sizeof ds);
-      if (dq.device == ds.device && (dq.mps == 0 || ds.mps == 0)) return true;
+      const DescriptorHead hs = head_of(ch, s);
+      if (hq.device == hs.device && (hq.mps == 0 || hs.mps == 0)) return true;
     }
   }
   return false;
@@ -74,21 +81,27 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
-  if (a.dev != nullptr) mine.device = a.dev->uuid(), mine.mps = a.dev->mps() ? 1 : 0;
-  mine.exported = a.dev != nullptr && a.exported ? 1 : 0;
+  if (a.dev != nullptr) {
+    mine.head.device = a.dev->uuid();
+    mine.head.mps = a.dev->mps() ? 1 : 0;
+  }
+  mine.head.exported = a.dev != nullptr && a.exported ? 1 : 0;
   mine.send = a.send_x;
   mine.recv = a.recv_x;
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its device buffers"));
   // Small messages are staged, at a larger size where ranks share a GPU without MPS. Every
-  // rank decides from the same descriptors, so no vote is needed for it.
-  if (a.count * a.elem_size < (timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
+  // rank decides from the same descriptors, so no vote is needed for it. (Below both sizes
+  // the communicator has staged already, without describing anything.)
+  const size_t bytes = a.count * a.elem_size;
+  if ((bytes < a.ipc_min || bytes < a.ipc_min_timesliced) &&
+      bytes < (timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
     *ran = false;
     return Status();
   }
 
-  bool ok = mine.exported != 0;
+  bool ok = mine.head.exported != 0;
   for (int q = 0; q < p && ok; ++q) {
     if (q == r) {
       send_of[q] = a.send;
@@ -97,7 +110,7 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
     }
     Descriptor d;
     std::memcpy(&d, ch.flags(q).ipc.descriptor, sizeof d);
-    ok = d.exported != 0 && a.dev->can_reach(d.device);
+    ok = d.head.exported != 0 && a.dev->can_reach(d.head.device);
     void* send_base = nullptr;
     void* recv_base = nullptr;
     ok = ok && a.peers->map(q, d.send, &send_base).ok() &&
