@@ -212,7 +212,7 @@ TEST_CASE("IPC cache: a new allocation of a peer closes the peer's mappings it o
   CHECK(op.closes == 2);
   CHECK(cache.size() == 4);
   // Its neighbours and the other peer's mapping are still open: hits, no opens.
-  const uint64_t opens = op.opens;
+  const auto opens = op.opens;
   REQUIRE(cache.map(1, exported(1, 0x10000, 0x1000, 0x10000), &x).ok());
   REQUIRE(cache.map(1, exported(1, 0x14000, 0x1000, 0x14000), &x).ok());
   REQUIRE(cache.map(2, exported(1, 0x11000, 0x2000, 7), &x).ok());
