@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   size_t min_bytes = 4, max_bytes = size_t{4} << 20;
+  const bool direct = argc > 2 && std::string(argv[2]) == "--direct";
   if (argc > 1) {
     const std::string a = argv[1];
     const size_t c = a.find(':');
@@ -112,6 +113,14 @@ int main(int argc, char** argv) {
         }
       }
     };
+    // MPI_Allreduce on the device buffer itself: for a CUDA-aware MPI, or libcollx's PMPI
+    // preload (LD_PRELOAD=libcollx_mpi.so), which takes device pointers.
+    auto run_direct = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        MPI_Allreduce(MPI_IN_PLACE, dev, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+      }
+    };
     auto run_staged = [&](int n) {
       for (int i = 0; i < n; ++i) {
         CUDA_OK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
@@ -141,12 +150,17 @@ int main(int argc, char** argv) {
     fill(dev, count, rank);
     run_staged(1);
     bad |= check(dev, count, p) << 1;
+    if (direct) {
+      fill(dev, count, rank);
+      run_direct(1);
+      bad |= check(dev, count, p) << 2;
+    }
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
     const double c = slowest(median(t_collx)), s = slowest(median(t_staged));
     if (rank == 0) {
-      const char* verdict = any == 0 ? "ok" : any == 1 ? "COLLX" : any == 2 ? "MPI" : "BOTH";
-      std::printf("%-10zu %12.2f %14.2f %12.2f %8s\n", bytes, c, s, s / c, verdict);
+      const char* verdict = any == 0 ? "ok" : "FAILED";
+      std::printf("%-10zu %12.2f %14.2f %12.2f %8s (%d)\n", bytes, c, s, s / c, verdict, any);
       std::fflush(stdout);
     }
     if (any != 0) ++failures;
