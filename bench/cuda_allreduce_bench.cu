@@ -1,9 +1,10 @@
-// Device-buffer allreduce on one GPU machine, over forked ranks (the GPU machine has no MPI):
+// Device-buffer allreduce on one GPU machine, over forked ranks (no MPI needed):
 //   cuda_allreduce_bench N [max_bytes]
 // N ranks share the GPUs round robin (several ranks per GPU when N exceeds them). Each rank
 // holds three communicators: one over CUDA IPC at every size, one with COLLX_CUDA=0 (host
-// staging), and one with the defaults (staging below COLLX_CUDA_IPC_MIN), and times float32 sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by
-// default) on both in the same run: per size, the median over 5 repetitions of the mean time
+// staging), and one with the defaults (staging below COLLX_CUDA_IPC_MIN), and times float32
+// sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by default) on all three in the
+// same run: per size, the median over 5 repetitions of the mean time
 // per call, the slowest rank's. Bus bandwidth is 2(p-1)/p * bytes / time; the copy bandwidth
 // it is compared with is rank 0's cudaMemcpy device-to-device of 64 MiB (bytes copied / time)
 // measured in the same run before the sweep. The first call on fresh buffers, which opens the

@@ -1,22 +1,25 @@
 // Device-buffer allreduce under MPI: libcollx on cudaMalloc'd buffers against what users of an
 // MPI that is not CUDA-aware do (copy to pinned host memory, MPI_Allreduce in place there, copy
 // back, wait), in the same run and on the same buffers:
-//   mpiexec -n N cuda_mpi_bench [min_bytes:]max_bytes
+//   mpiexec -n N cuda_mpi_bench [min_bytes:]max_bytes [--direct]
 // float32 sum, in place, sizes growing by 4x (4 B to 4 MiB by default). Per size, five rounds
 // alternate a timed loop of each; a rank's time is its median round, the table shows the
-// slowest rank's. Both results are checked against the exact sum after the timing. Exits 77
-// without a GPU.
+// slowest rank's. After the timing, one call of each on fresh inputs is checked bitwise against
+// the exact result. --direct adds a checked MPI_Allreduce on the device buffer itself (a
+// CUDA-aware MPI, or libcollx's PMPI preload). Exits 77 without a GPU.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
 #include "common/cuda_ok.h"
+#include "common/pattern.h"
 
 namespace {
 
@@ -33,22 +36,19 @@ double slowest(double v) {
   return out;
 }
 
-// Rank r contributes r + 1 + (i % 7) at index i: sums are small integers, exact in float32.
+// Fresh inputs (the tests' pattern), copied to the device buffer.
 void fill(float* dev, size_t count, int rank) {
   std::vector<float> h(count);
-  for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>(rank + 1 + static_cast<int>(i % 7));
+  collx::test::fill_input(COLLX_FLOAT32, COLLX_SUM, rank, count, h.data());
   CUDA_OK(cudaMemcpy(dev, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
 }
 
-// 0 when dev holds the sum over p ranks of fill()'s values.
+// 0 when dev holds the exact result over p ranks of fill()'s inputs, bitwise.
 int check(const float* dev, size_t count, int p) {
-  std::vector<float> h(count);
+  std::vector<float> h(count), want(count);
   CUDA_OK(cudaMemcpy(h.data(), dev, count * sizeof(float), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < count; ++i) {
-    const float want = static_cast<float>(p * (p + 1) / 2 + p * static_cast<int>(i % 7));
-    if (h[i] != want) return 1;
-  }
-  return 0;
+  collx::test::fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, want.data());
+  return std::memcmp(h.data(), want.data(), count * sizeof(float)) != 0;
 }
 
 }  // namespace
@@ -66,8 +66,11 @@ int main(int argc, char** argv) {
     if (c != std::string::npos) min_bytes = std::strtoull(a.substr(0, c).c_str(), nullptr, 10);
     max_bytes = std::strtoull(a.substr(c == std::string::npos ? 0 : c + 1).c_str(), nullptr, 10);
   }
-  if (min_bytes < 4 || max_bytes < min_bytes || max_bytes > (size_t{1} << 30)) {
-    if (rank == 0) std::fprintf(stderr, "usage: %s [min_bytes:]max_bytes (4 B to 1 GiB)\n", argv[0]);
+  if (min_bytes < 4 || max_bytes < min_bytes || max_bytes > (size_t{1} << 30) ||
+      argc > (direct ? 3 : 2)) {
+    if (rank == 0) {
+      std::fprintf(stderr, "usage: %s [min_bytes:]max_bytes [--direct] (4 B to 1 GiB)\n", argv[0]);
+    }
     MPI_Finalize();
     return 2;
   }

@@ -30,6 +30,7 @@
 // processes on one GPU and no MPS the GPU runs one process's kernels at a time, so a kernel
 // spinning on a flag that a kernel of another process sets would hold the GPU while the other
 // waits for its time slice.
+#include <algorithm>
 #include <cstring>
 
 #include "algo/algo.h"
@@ -95,7 +96,7 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   // rank decides from the same descriptors, so no vote is needed for it. (Below both sizes
   // the communicator has staged already, without describing anything.)
   const size_t bytes = a.count * a.elem_size;
-  if ((bytes < a.ipc_min || bytes < a.ipc_min_timesliced) &&
+  if (bytes < std::max(a.ipc_min, a.ipc_min_timesliced) &&
       bytes < (timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
     *ran = false;
     return Status();

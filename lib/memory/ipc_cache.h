@@ -27,8 +27,6 @@ struct IpcHandle {
   auto operator<=>(const IpcHandle&) const = default;
 };
 
-// Opens and closes peers' handles. An interface so that the cache runs, and is tested,
-// without a GPU.
 // A device buffer as its owner exports it to the peers: the IPC handle of its allocation, the
 // allocation's start and size in the owner's address space, the buffer's offset in it, and the
 // allocation's buffer id (pointer cache) in the owner's process.
@@ -40,6 +38,8 @@ struct IpcExport {
   uint64_t buffer_id = 0;
 };
 
+// Opens and closes peers' handles. An interface so that the cache runs, and is tested,
+// without a GPU.
 class IpcOpener {
  public:
   virtual ~IpcOpener() = default;
