@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "reduce/dtype.h"
 #include "reduce/half.h"
@@ -116,31 +115,14 @@ int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s
 template <typename T>
 int dispatch(void* dst, const void* const* in, int n, size_t count, collx_op_t op, int ranks,
              cudaStream_t s) {
-  constexpr bool kInt = std::is_integral_v<T>;
-  switch (op) {
-    case COLLX_SUM: return launch<T, Sum>(dst, in, n, count, s);
-    case COLLX_PROD: return launch<T, Prod>(dst, in, n, count, s);
-    case COLLX_MIN: return launch<T, Min>(dst, in, n, count, s);
-    case COLLX_MAX: return launch<T, Max>(dst, in, n, count, s);
-    case COLLX_AVG:
-      if constexpr (!kInt) {
-        if (const int err = launch<T, Sum>(dst, in, n, count, s); err != 0) return err;
-        divide_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(static_cast<T*>(dst), count, ranks);
-        return static_cast<int>(cudaGetLastError());
-      }
-      break;
-    case COLLX_BAND:
-      if constexpr (kInt) return launch<T, Band>(dst, in, n, count, s);
-      break;
-    case COLLX_BOR:
-      if constexpr (kInt) return launch<T, Bor>(dst, in, n, count, s);
-      break;
-    case COLLX_BXOR:
-      if constexpr (kInt) return launch<T, Bxor>(dst, in, n, count, s);
-      break;
-    default: break;
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
+  int err = static_cast<int>(cudaErrorInvalidValue);
+  with_op<T>(op, [&](auto o) {
+    err = launch<T, decltype(o)>(dst, in, n, count, s);
+    if (err != 0 || op != COLLX_AVG) return;
+    divide_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(static_cast<T*>(dst), count, ranks);
+    err = static_cast<int>(cudaGetLastError());
+  });
+  return err;
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <barrier>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -34,6 +36,8 @@ struct FakeDeviceIpc : DeviceIpc {
   bool fail_open = false;
   bool on_mps = true;
   bool fail_reduce = false, fail_copy = false;  // the device work fails
+  bool flags_absent = false;                      // flag_area fails
+  int flags_calls = 0;
   int exports = 0, opens = 0, closes = 0, syncs = 0;
   std::vector<void*> streams;  // wait_stream calls
   std::vector<std::function<void()>> queued;
@@ -95,6 +99,51 @@ struct FakeDeviceIpc : DeviceIpc {
     for (auto& f : queued) f();
     queued.clear();
     return Status();
+  }
+
+  // The one-kernel allreduce as the kernel does it (cuda/flags.h), with one block: this
+  // rank's input into its slot, its flag, the peers' flags, the slots in rank order.
+  std::vector<uint64_t> area;  // a flag, then two slots
+  Status flag_area(size_t max_bytes, void** out) override {
+    if (flags_absent) return error(COLLX_ERR_UNSUPPORTED, "no flag area here");
+    if (area.empty()) area.assign(1 + 2 * ((max_bytes + 7) / 8), 0);
+    *out = area.data();
+    return Status();
+  }
+  static uint8_t* slot_of(void* area, const FlagsCall& c) {
+    return reinterpret_cast<uint8_t*>(static_cast<uint64_t*>(area) + 1 +
+                                      (c.seq % 2) * ((c.max_bytes + 7) / 8));
+  }
+  Status allreduce_flags(const FlagsCall& c, int* waited_for) override {
+    ++flags_calls;
+    streams.push_back(c.on_stream ? c.stream : nullptr);
+    *waited_for = -1;
+    Reducer red;
+    COLLX_TRY(make_reducer(c.dtype, c.op, &red));
+    const size_t bytes = c.count * red.elem_size;
+    std::memcpy(slot_of(c.areas[c.rank], c), c.send, bytes);
+    std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(c.areas[c.rank]))
+        .store(c.seq, std::memory_order_release);
+    const double deadline = now() + c.timeout_s;
+    for (int q = 0; q < c.ranks; ++q) {
+      std::atomic_ref<uint64_t> flag(*static_cast<uint64_t*>(c.areas[q]));
+      while (flag.load(std::memory_order_acquire) < c.seq) {
+        if (now() > deadline) {
+          *waited_for = q;
+          return Status();
+        }
+        std::this_thread::yield();
+      }
+    }
+    std::vector<uint8_t> acc(slot_of(c.areas[0], c), slot_of(c.areas[0], c) + bytes);
+    for (int q = 1; q < c.ranks; ++q) red(acc.data(), acc.data(), slot_of(c.areas[q], c), c.count);
+    if (red.finalize != nullptr) red.finalize(acc.data(), c.count, c.ranks);
+    std::memcpy(c.recv, acc.data(), bytes);
+    return Status();
+  }
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 };
 
@@ -163,6 +212,134 @@ TEST_CASE("CUDA IPC: one-shot and two-shot over 2, 3 and 5 ranks, every dtype x 
       });
     }
   }
+}
+
+// The one-kernel allreduce for messages of up to `max` bytes.
+Config flags_config(size_t max) {
+  Config c = config_for("auto", 4096);
+  c.cuda_flags_max = max;
+  return c;
+}
+
+TEST_CASE("CUDA flags: one kernel per call over 2, 3 and 5 ranks, every dtype x op, in place") {
+  for (int p : {2, 3, 5}) {
+    DeviceMatrix m(p);
+    run_ranks(p, {flags_config(1 << 20)}, [&](int rank, std::vector<Comm*>& comms) {
+      Comm& c = *comms[0];
+      Fakes f;
+      f.attach(c);
+      int calls = 0;
+      const std::string first = run_device_matrix(m, c, f.devs, 0, rank, [&] {
+        if (c.last_algo() == Algo::kStaged) return std::string();  // count 0: nothing to do
+        ++calls;
+        return c.last_algo() == Algo::kCudaIpcFlags ? std::string() : std::string("not flags");
+      });
+      TCHECK(first == "");
+      TCHECK(f.ipc_made == 1);  // the flags' device object, made once
+      TCHECK(f.ipc->flags_calls == calls);
+      TCHECK(f.ipc->exports == 1);  // its area, exported once
+      TCHECK(f.ipc->opens == p - 1);  // each peer's area, opened once
+      TCHECK(c.ipc_cache() == nullptr);  // no buffer was described
+      TCHECK(f.copiers_made == 0);
+      const Status down = c.shutdown();  // no rank frees its area while a peer reads it
+      TCHECK(down.ok());
+    });
+  }
+}
+
+TEST_CASE("CUDA flags: larger messages take the IPC kernels; the caller's stream is passed on") {
+  run_ranks(3, {flags_config(4096)}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<int32_t> buf(3000);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+    for (size_t count : {size_t{1024}, size_t{1025}, size_t{1}, size_t{3000}, size_t{1024}}) {
+      std::fill(buf.begin(), buf.end(), rank + 1);
+      AllreduceOp o = device_op(c, buf.data(), buf.data(), count, COLLX_INT32, COLLX_SUM);
+      o.on_stream = true;
+      o.stream = reinterpret_cast<void*>(uintptr_t{0x5150} + count);
+      const Status st = c.allreduce(o);
+      TCHECK(st.ok());
+      TCHECK(buf[count - 1] == 6);
+      TCHECK(buf[2999] == (count == 3000 ? 6 : rank + 1));
+      TCHECK(c.last_algo() == (count <= 1024 ? Algo::kCudaIpcFlags : Algo::kCudaIpcOneShot));
+    }
+    TCHECK(f.ipc_made == 2);  // the flags' own, and the IPC kernels'
+    const Status down = c.shutdown();
+    TCHECK(down.ok());
+  });
+}
+
+TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no area, or p > 8") {
+  struct Case {
+    const char* what;
+    int p;
+    bool mps;
+    int no_area;  // this rank's flag_area fails
+    Algo small;   // what a small call runs then
+  };
+  const Case cases[] = {
+      {"one GPU without MPS", 2, false, -1, Algo::kStaged},
+      {"a rank without an area", 3, true, 2, Algo::kCudaIpcOneShot},
+      {"nine ranks", 9, true, -1, Algo::kCudaIpcOneShot},
+  };
+  for (const Case& k : cases) {
+    INFO(k.what);
+    Config cfg = flags_config(64 << 10);
+    cfg.cuda_ipc_min_timesliced = 1 << 20;
+    run_ranks(k.p, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+      Comm& c = *comms[0];
+      Fakes f;
+      f.setup = [&](FakeDeviceIpc& d) {
+        d.on_mps = k.mps;
+        d.flags_absent = rank == k.no_area;
+      };
+      f.attach(c);
+      std::vector<float> buf(100);
+      f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+      for (int i = 0; i < 2; ++i) {
+        std::fill(buf.begin(), buf.end(), 0.5f);
+        const Status st =
+            c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+        TCHECK(st.ok());
+        TCHECK(buf[99] == 0.5f * static_cast<float>(k.p));
+        TCHECK(c.last_algo() == k.small);
+      }
+      TCHECK(f.ipc_made >= 1);
+      const Status down = c.shutdown();
+      TCHECK(down.ok());
+    });
+  }
+}
+
+TEST_CASE("CUDA flags: a rank that never calls times its peers out, naming it") {
+  Config cfg = flags_config(64 << 10);
+  cfg.timeout_s = 0.5;
+  std::barrier<> done(3);  // rank 2 keeps its area until the others have given up on it
+  run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<float> buf(100, 1.0f);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+    auto call = [&] {
+      return c.allreduce(
+          device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+    };
+    const Status st = call();  // sets up, then reduces
+    TCHECK(st.ok());
+    if (rank == 2) {  // leaves the others waiting in their next call
+      done.arrive_and_wait();
+      return;
+    }
+    const Status late = call();
+    TCHECK(late.code() == COLLX_ERR_TIMEOUT);
+    TCHECK(late.message().find("waited 0.5 s for rank 2's kernel") != std::string::npos);
+    const Status next = call();
+    TCHECK(next.code() == COLLX_ERR_COMM_FAILED);
+    done.arrive_and_wait();
+  });
 }
 
 TEST_CASE("CUDA IPC cache: opens on the first call, none after; a reallocation reopens") {
@@ -330,6 +507,7 @@ TEST_CASE("CUDA IPC under COLLX_CHECK: a disagreement is a mismatch, and the ran
 TEST_CASE("CUDA IPC algorithms are named in profiles but cannot be forced for host memory") {
   CHECK(std::string(algo_name(Algo::kCudaIpcOneShot)) == "cuda_ipc_one_shot");
   CHECK(std::string(algo_name(Algo::kCudaIpcTwoShot)) == "cuda_ipc_two_shot");
+  CHECK(std::string(algo_name(Algo::kCudaIpcFlags)) == "cuda_ipc_flags");
   CHECK(std::string(algo_name(Algo::kStaged)) == "staged");
   Algo a;
   CHECK(!algo_from_name("cuda_ipc_one_shot", &a));

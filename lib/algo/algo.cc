@@ -19,6 +19,7 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
       return algo == Algo::kShmOneShot ? allreduce_shm_one_shot(a) : allreduce_shm_two_shot(a);
     case Algo::kCudaIpcOneShot:
     case Algo::kCudaIpcTwoShot:
+    case Algo::kCudaIpcFlags:
     case Algo::kStaged:
     case Algo::kCount: break;
   }

@@ -94,6 +94,20 @@ struct CudaIpcArgs {
 // *ran false having reduced nothing, for the caller to stage the buffers instead.
 Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran);
 
+// The one-kernel allreduce's setup (cuda/flags.h), once per communicator: every rank makes
+// its flag area, describes it and opens the peers'. *on: every rank could, there are at most
+// kFlagsMaxRanks ranks, and no two share a GPU without MPS (kernels that wait for each other
+// must run at once); then areas[q] (p entries) is rank q's area as this process addresses it,
+// the peers' open through dev until the caller closes them, and *one_gpu says whether all
+// ranks run on one GPU. Else none is left open.
+struct CudaFlagsSetupArgs {
+  Transport& t;
+  ShmChannel& ch;
+  DeviceIpc* dev;    // null: this rank cannot take part
+  size_t max_bytes;  // the largest message (Config::cuda_flags_max)
+};
+Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, void** areas);
+
 Status barrier(Transport& t);
 
 }  // namespace collx

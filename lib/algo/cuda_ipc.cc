@@ -223,6 +223,50 @@ Status two_shot(const CudaIpcArgs& a, uint64_t e, const void** inputs, uint8_t* 
 
 }  // namespace
 
+Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, void** areas) {
+  *on = false;
+  *one_gpu = true;
+  ShmChannel& ch = a.ch;
+  const int p = ch.size(), r = ch.rank();
+  const uint64_t e = ch.next_epoch();
+  Descriptor mine{};
+  void* area = nullptr;
+  bool ok = a.dev != nullptr && p <= kFlagsMaxRanks && a.dev->flag_area(a.max_bytes, &area).ok() &&
+            a.dev->export_handle(area, &mine.send.handle).ok();
+  if (a.dev != nullptr) {
+    mine.head.device = a.dev->uuid();
+    mine.head.mps = a.dev->mps() ? 1 : 0;
+  }
+  mine.head.exported = ok ? 1 : 0;
+  std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
+  shm_publish(ch, &ShmRankFlags::ready, e);
+  COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its flag area"));
+  // Kernels that wait for each other must run at once: not where the GPU time-slices.
+  ok = ok && !timesliced(ch);
+  bool opened[kFlagsMaxRanks] = {};
+  for (int q = 0; q < p && ok; ++q) {
+    if (q == r) {
+      areas[q] = area;
+      continue;
+    }
+    Descriptor d;
+    std::memcpy(&d, ch.flags(q).ipc.descriptor, sizeof d);
+    ok = d.head.exported != 0 && a.dev->can_reach(d.head.device) &&
+         a.dev->open(q, d.send.handle, &areas[q]).ok();
+    opened[q] = ok;
+    *one_gpu = *one_gpu && d.head.device == mine.head.device;
+  }
+  ch.flags(r).ipc.vote = ok ? 1 : 0;
+  shm_publish(ch, &ShmRankFlags::voted, e);
+  Status st = shm_wait_all(a.t, ch, &ShmRankFlags::voted, e, "open the peers' flag areas");
+  for (int q = 0; q < p && st.ok(); ++q) ok = ok && ch.flags(q).ipc.vote != 0;
+  *on = st.ok() && ok;
+  for (int q = 0; q < p && !*on && q < kFlagsMaxRanks; ++q) {
+    if (opened[q]) a.dev->close(areas[q]);
+  }
+  return st;
+}
+
 Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran) {
   *ran = false;
   const auto p = static_cast<size_t>(a.ch.size());

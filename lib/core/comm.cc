@@ -258,10 +258,11 @@ Status Comm::setup_shm(const std::string& name, const Status& created,
   // buffers runs: ranks that differ would wait for each other in different ones. Each value
   // and its negation, so that one minimum gives both the smallest and the largest.
   const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
-  constexpr int kSettings = 5;
+  constexpr int kSettings = 6;
   const int64_t settings[kSettings] = {
-      config_.cuda_ipc ? 1 : 0, clamp(config_.cuda_two_shot), clamp(config_.staging_chunk),
-      clamp(config_.cuda_ipc_min), clamp(config_.cuda_ipc_min_timesliced)};
+      config_.cuda_ipc ? 1 : 0,         clamp(config_.cuda_two_shot),
+      clamp(config_.staging_chunk),     clamp(config_.cuda_ipc_min),
+      clamp(config_.cuda_ipc_min_timesliced), clamp(config_.cuda_flags_max)};
   int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
   for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
   COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
@@ -269,7 +270,8 @@ Status Comm::setup_shm(const std::string& name, const Status& created,
   if (segment_) segment_->unlink();
   static const char* const kNames[kSettings] = {"COLLX_CUDA", "COLLX_CUDA_TWO_SHOT",
                                                 "COLLX_STAGING_CHUNK", "COLLX_CUDA_IPC_MIN",
-                                                "COLLX_CUDA_IPC_MIN_TIMESLICED"};
+                                                "COLLX_CUDA_IPC_MIN_TIMESLICED",
+                                                "COLLX_CUDA_FLAGS_MAX"};
   for (int i = 0; i < kSettings; ++i) {
     if (v[1 + i] != -v[1 + kSettings + i]) {
       return error(COLLX_ERR_CONFIG,
@@ -354,8 +356,14 @@ Status Comm::execute_device(const AllreduceOp& op) {
   // same on all ranks. Below both thresholds the call is staged whatever the GPUs are, so
   // without describing the buffers (which costs a time slice where ranks share a GPU).
   const size_t bytes = op.count * op.red.elem_size;
+  const bool ipc = shm_ != nullptr && config_.cuda_ipc && size() > 1;
+  if (ipc && bytes <= config_.cuda_flags_max && flags_.state != Flags::State::kOff) {
+    bool ran = false;
+    Status st = execute_flags(op, &ran);
+    if (!st.ok() || ran) return st;
+  }
   const bool small = bytes < std::min(config_.cuda_ipc_min, config_.cuda_ipc_min_timesliced);
-  if (shm_ != nullptr && config_.cuda_ipc && size() > 1 && !small) {
+  if (ipc && !small) {
     bool ran = false;
     Status st = execute_ipc(op, &ran);
     if (!st.ok() || ran) return st;
@@ -418,6 +426,59 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
   ran_ = args.two_shot ? Algo::kCudaIpcTwoShot : Algo::kCudaIpcOneShot;
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
   Status st = transport_->end_op(allreduce_cuda_ipc(args, ran));
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+Status Comm::execute_flags(const AllreduceOp& op, bool* ran) {
+  *ran = false;
+  if (flags_.state == Flags::State::kUnknown) {
+    // Where this rank cannot make its device object it still takes part, voting no.
+    std::unique_ptr<DeviceIpc> dev;
+    if (!make_ipc_(op.device, &dev).ok()) dev.reset();
+    flags_.areas.assign(static_cast<size_t>(size()), nullptr);
+    bool on = false;
+    transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+    Status st = transport_->end_op(cuda_flags_setup({*transport_, *shm_, dev.get(),
+                                                     config_.cuda_flags_max},
+                                                    &on, &flags_.one_gpu, flags_.areas.data()));
+    if (!st.ok()) {
+      fail(st);
+      return st;
+    }
+    flags_.state = on ? Flags::State::kOn : Flags::State::kOff;
+    if (!on) return Status();
+    flags_.dev = std::move(dev);
+    flags_.device = op.device;
+    flags_.rank = rank();
+  }
+  if (flags_.state != Flags::State::kOn) return Status();
+  *ran = true;
+  ran_ = Algo::kCudaIpcFlags;
+  Status st;
+  if (op.device != flags_.device) {
+    // The peers' kernels wait for this rank's flags on the other device: they time out.
+    st = error(COLLX_ERR_INVALID_ARG,
+               "rank %d: device buffers of %zu bytes on device %d, but this communicator's "
+               "one-kernel allreduce runs on device %d (COLLX_CUDA_FLAGS_MAX=0 lets a "
+               "communicator change devices)",
+               rank(), op.count * op.red.elem_size, op.device, flags_.device);
+  } else {
+    const DeviceIpc::FlagsCall c{flags_.areas.data(), size(),   rank(),  ++flags_.seq,
+                                 config_.cuda_flags_max, op.send, op.recv, op.count,
+                                 op.dtype,               op.op,   op.on_stream,
+                                 op.stream,              config_.timeout_s, config_.spin,
+                                 flags_.one_gpu};
+    int waited_for = -1;
+    st = flags_.dev->allreduce_flags(c, &waited_for);
+    if (st.ok() && waited_for >= 0) {
+      st = error(COLLX_ERR_TIMEOUT,
+                 "rank %d: the one-kernel CUDA allreduce (call %llu) waited %g s for rank %d's "
+                 "kernel",
+                 rank(), static_cast<unsigned long long>(flags_.seq), config_.timeout_s,
+                 waited_for);
+    }
+  }
   if (!st.ok()) fail(st);
   return st;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "algo/algo.h"
 #include "api/status.h"
@@ -109,6 +110,9 @@ class Comm {
   Status execute_device(const AllreduceOp& op);
   // *ran false: some rank could not take part, nothing was done (the caller stages).
   Status execute_ipc(const AllreduceOp& op, bool* ran);
+  // The one-kernel allreduce; sets it up on first use. *ran false: it is off for this
+  // communicator, nothing was done.
+  Status execute_flags(const AllreduceOp& op, bool* ran);
   Status execute_staged(const AllreduceOp& op);
   // This rank's IPC description of a device buffer (an export per allocation, cached).
   Status ipc_export(uintptr_t base, size_t size, uint64_t id, const void* p, IpcExport* out);
@@ -143,6 +147,25 @@ class Comm {
   LruMap<uint64_t, IpcHandle> ipc_handles_{1024};  // this process's exports, by buffer id
   uint64_t ipc_exported_ = 0;
   int ipc_device_ = -1;
+  // The one-kernel allreduce (cuda/flags.h): set up by the first device call of up to
+  // Config::cuda_flags_max bytes, through a DeviceIpc of its own, and kept.
+  struct Flags {
+    enum class State { kUnknown, kOn, kOff } state = State::kUnknown;
+    std::unique_ptr<DeviceIpc> dev;
+    int device = -1;
+    int rank = -1;
+    std::vector<void*> areas;  // per rank (kOn): this rank's own, the peers' opened here
+    uint64_t seq = 0;          // calls so far
+    bool one_gpu = false;      // every rank on one GPU
+    Flags() = default;
+    Flags(const Flags&) = delete;
+    Flags& operator=(const Flags&) = delete;
+    ~Flags() {
+      for (size_t q = 0; q < areas.size() && state == State::kOn; ++q) {
+        if (static_cast<int>(q) != rank) dev->close(areas[q]);
+      }
+    }
+  } flags_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1

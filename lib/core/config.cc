@@ -70,6 +70,12 @@ const ConfigRow kRows[] = {
      "GPU without MPS: the GPU then runs one process's kernels at a time, and each kernel waits "
      "for a time slice (about 250 us per process measured on an H100), while copies do not. "
      "Set it alike on all ranks."},
+    {"COLLX_CUDA_FLAGS_MAX", "bytes", "64K",
+     "CUDA IPC: messages of up to this size (at most 1G; 0: none) are reduced by one kernel "
+     "per call, the ranks' kernels waiting for each other through flags in device memory, "
+     "with no host round trip; this takes precedence over COLLX_CUDA_IPC_MIN. Only where no "
+     "two ranks share a GPU without MPS, and for at most 8 ranks. Every rank keeps a device "
+     "area of twice this size. Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
@@ -173,6 +179,10 @@ Status load_config(Config* out, char** env) {
     } else if (name == "COLLX_CUDA_IPC_MIN_TIMESLICED") {
       if (!parse_bytes(v, &c.cuda_ipc_min_timesliced)) {
         return bad(row.name, v, "a size such as 2M");
+      }
+    } else if (name == "COLLX_CUDA_FLAGS_MAX") {
+      if (!parse_bytes(v, &c.cuda_flags_max) || c.cuda_flags_max > (size_t{1} << 30)) {
+        return bad(row.name, v, "a size of at most 1G such as 64K (0: off)");
       }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");

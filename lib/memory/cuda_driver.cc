@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -10,7 +13,9 @@
 
 #include "collx_build_config.h"
 #if COLLX_HAVE_CUDA
+#include "cuda/flags.h"
 #include "cuda/reduce.h"
+static_assert(collx::cuda::kFlagsMaxRanks == collx::kFlagsMaxRanks);
 #endif
 
 namespace collx {
@@ -48,6 +53,7 @@ struct Driver {
   CUresult (*stream_create)(void**, unsigned);
   CUresult (*stream_destroy)(void*);
   CUresult (*stream_synchronize)(void*);
+  CUresult (*stream_query)(void*);
   CUresult (*stream_wait_event)(void*, void*, unsigned);
   CUresult (*event_create)(void**, unsigned);
   CUresult (*event_destroy)(void*);
@@ -59,6 +65,7 @@ struct Driver {
   CUresult (*copy_to_device)(CUdeviceptr, const void*, size_t, void*);
   CUresult (*copy_device)(CUdeviceptr, CUdeviceptr, size_t, void*);
   CUresult (*copy)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*memset_async)(CUdeviceptr, unsigned char, size_t, void*);
   CUresult (*mem_alloc)(CUdeviceptr*, size_t);
   CUresult (*mem_free)(CUdeviceptr);
   CUresult (*ipc_get)(CuIpcMemHandle*, CUdeviceptr);
@@ -132,6 +139,7 @@ void load() {
       find(lib, "cuStreamCreate", &d.stream_create) &&
       find(lib, "cuStreamDestroy_v2", &d.stream_destroy) &&
       find(lib, "cuStreamSynchronize", &d.stream_synchronize) &&
+      find(lib, "cuStreamQuery", &d.stream_query) &&
       find(lib, "cuStreamWaitEvent", &d.stream_wait_event) &&
       find(lib, "cuEventCreate", &d.event_create) &&
       find(lib, "cuEventDestroy_v2", &d.event_destroy) &&
@@ -141,6 +149,7 @@ void load() {
       find(lib, "cuMemcpyDtoHAsync_v2", &d.copy_to_host) &&
       find(lib, "cuMemcpyHtoDAsync_v2", &d.copy_to_device) &&
       find(lib, "cuMemcpyDtoDAsync_v2", &d.copy_device) && find(lib, "cuMemcpy", &d.copy) &&
+      find(lib, "cuMemsetD8Async", &d.memset_async) &&
       find(lib, "cuMemAlloc_v2", &d.mem_alloc) && find(lib, "cuMemFree_v2", &d.mem_free) &&
       find(lib, "cuIpcGetMemHandle", &d.ipc_get) &&
       find(lib, "cuIpcOpenMemHandle_v2", &d.ipc_open) &&
@@ -345,9 +354,13 @@ class CudaDeviceIpc final : public DeviceIpc {
     Scope scope(pc_);
     if (!scope.status.ok()) return;
     if (stream_ != nullptr) d_.stream_synchronize(stream_);
-    for (CUdeviceptr p : {scratch_.p, chain_.p}) {
+    for (CUdeviceptr p : {scratch_.p, chain_.p, area_.p}) {
       if (p != 0) d_.mem_free(p);
     }
+#if COLLX_HAVE_CUDA
+    if (host_ != nullptr) d_.host_free(host_);
+#endif
+    if (user_done_ != nullptr) d_.event_destroy(user_done_);
     if (stream_ != nullptr) d_.stream_destroy(stream_);
   }
 
@@ -360,6 +373,8 @@ class CudaDeviceIpc final : public DeviceIpc {
     constexpr int kAttrMpsEnabled = 133;  // CU_DEVICE_ATTRIBUTE_MPS_ENABLED
     int mps = 0;
     mps_ = d_.device_attribute(&mps, kAttrMpsEnabled, pc_.cu_device) == 0 && mps != 0;
+    constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
+    COLLX_TRY(pc_.check(d_.event_create(&user_done_, kDisableTiming), "cuEventCreate"));
     return pc_.check(d_.stream_create(&stream_, 0), "cuStreamCreate");
   }
 
@@ -471,12 +486,116 @@ class CudaDeviceIpc final : public DeviceIpc {
     return pc_.check(d_.stream_synchronize(stream_), "cuStreamSynchronize");
   }
 
+  Status flag_area(size_t max_bytes, void** out) override {
+#if COLLX_HAVE_CUDA
+    if (area_.p == 0) {
+      Scope scope(pc_);
+      COLLX_TRY(scope.status);
+      // What the kernel tells the host: pinned, so the GPU writes it directly.
+      constexpr unsigned kPortableMapped = 0x01 | 0x02;  // CU_MEMHOSTALLOC_PORTABLE|DEVICEMAP
+      void* host = nullptr;
+      COLLX_TRY(pc_.check(d_.host_alloc(&host, sizeof(cuda::FlagsHost), kPortableMapped),
+                          "cuMemHostAlloc"));
+      host_ = static_cast<cuda::FlagsHost*>(host);
+      *host_ = cuda::FlagsHost{};
+      const size_t bytes = cuda::flags_area_bytes(cuda::flags_slot_bytes(max_bytes));
+      COLLX_TRY(pc_.check(d_.mem_alloc(&area_.p, bytes), "cuMemAlloc"));
+      area_.bytes = bytes;
+      COLLX_TRY(pc_.check(d_.memset_async(area_.p, 0, bytes, stream_), "cuMemsetD8Async"));
+      COLLX_TRY(pc_.check(d_.stream_synchronize(stream_), "cuStreamSynchronize"));
+      area_max_ = max_bytes;
+    }
+    if (max_bytes > area_max_) {
+      return error(COLLX_ERR_INVALID_ARG, "flag area of %zu bytes asked for, %zu made",
+                   max_bytes, area_max_);
+    }
+    *out = reinterpret_cast<void*>(area_.p);
+    return Status();
+#else
+    (void)max_bytes, (void)out;
+    return error(COLLX_ERR_UNSUPPORTED, "libcollx was built without its CUDA kernels");
+#endif
+  }
+
+  Status allreduce_flags(const FlagsCall& c, int* waited_for) override {
+#if COLLX_HAVE_CUDA
+    *waited_for = -1;
+    if (host_ == nullptr || c.ranks > cuda::kFlagsMaxRanks) {
+      return error(COLLX_ERR_INVALID_ARG, "one-kernel allreduce: no flag area, or %d ranks",
+                   c.ranks);
+    }
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    if (c.on_stream) {
+      COLLX_TRY(pc_.check(d_.event_record(user_done_, c.stream),
+                          "cuEventRecord on the caller's stream"));
+      COLLX_TRY(pc_.check(d_.stream_wait_event(stream_, user_done_, 0), "cuStreamWaitEvent"));
+    }
+    cuda::FlagsArgs a{};
+    for (int q = 0; q < c.ranks; ++q) a.areas[q] = c.areas[q];
+    a.ranks = c.ranks;
+    a.rank = c.rank;
+    a.seq = c.seq;
+    a.slot_bytes = cuda::flags_slot_bytes(c.max_bytes);
+    a.send = c.send;
+    a.recv = c.recv;
+    a.count = c.count;
+    a.timeout_ns = static_cast<uint64_t>(std::min(c.timeout_s, 1e7) * 1e9);
+    a.one_gpu = c.one_gpu;
+    a.host = host_;
+    COLLX_TRY(launched(cuda::allreduce_flags(a, c.dtype, c.op, stream_)));
+    COLLX_TRY(wait_done(c));
+    if (c.on_stream) {  // the caller's later work waits for the kernel's end
+      COLLX_TRY(pc_.check(d_.event_record(user_done_, stream_), "cuEventRecord"));
+      COLLX_TRY(pc_.check(d_.stream_wait_event(c.stream, user_done_, 0),
+                          "cuStreamWaitEvent on the caller's stream"));
+    }
+    const int word = *static_cast<volatile int*>(&host_->gave_up);
+    if (word != 0) {
+      *waited_for = word - 1;
+      host_->gave_up = 0;
+    }
+    return Status();
+#else
+    (void)c, (void)waited_for;
+    return error(COLLX_ERR_UNSUPPORTED, "libcollx was built without its CUDA kernels");
+#endif
+  }
+
  private:
   using Scope = PrimaryContext::Scope;
   struct Buffer {
     CUdeviceptr p = 0;
     size_t bytes = 0;
   };
+
+#if COLLX_HAVE_CUDA
+  // Polls FlagsHost::done until the kernel of call c.seq says it has finished: spinning for
+  // c.spin_us, then yielding the core between polls. Past the spin, every 64th poll queries
+  // the stream, so that a kernel that failed is an error (and one that ended is done), and
+  // checks the deadline: the kernel's own waits give up after c.timeout_s.
+  Status wait_done(const FlagsCall& c) {
+    constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY
+    const auto start = std::chrono::steady_clock::now();
+    const volatile uint64_t* done = &host_->done;
+    for (uint64_t polls = 1; *done != c.seq; ++polls) {
+      if (polls % 64 != 0) continue;
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited * 1e6 < c.spin_us) continue;
+      const CUresult rc = d_.stream_query(stream_);
+      if (rc == 0) return Status();
+      if (rc != kNotReady) return pc_.check(rc, "the one-kernel allreduce (cuStreamQuery)");
+      if (waited > c.timeout_s + 10) {
+        return error(COLLX_ERR_TIMEOUT,
+                     "the one-kernel allreduce on device %d did not end within %g s",
+                     pc_.device, waited);
+      }
+      sched_yield();
+    }
+    return Status();
+  }
+#endif
 
   Status grow(Buffer* b, size_t bytes) {
     if (bytes <= b->bytes) return Status();
@@ -493,7 +612,7 @@ class CudaDeviceIpc final : public DeviceIpc {
 #if COLLX_HAVE_CUDA
   Status launched(int cuda_error) const {
     if (cuda_error == 0) return Status();
-    return error(COLLX_ERR_TRANSPORT, "CUDA: reduction kernel launch on device %d failed: %s",
+    return error(COLLX_ERR_TRANSPORT, "CUDA: kernel launch on device %d failed: %s",
                  pc_.device, cuda::error_string(cuda_error));
   }
 #endif
@@ -503,7 +622,12 @@ class CudaDeviceIpc final : public DeviceIpc {
   void* stream_ = nullptr;
   DeviceUuid uuid_;
   bool mps_ = false;
-  Buffer scratch_, chain_;
+  Buffer scratch_, chain_, area_;
+  size_t area_max_ = 0;
+#if COLLX_HAVE_CUDA
+  cuda::FlagsHost* host_ = nullptr;  // pinned: written by the one-kernel allreduce
+#endif
+  void* user_done_ = nullptr;  // recorded on the caller's stream
   std::map<DeviceUuid, bool> reach_;
 };
 

@@ -23,6 +23,9 @@ struct DeviceUuid {
   auto operator<=>(const DeviceUuid&) const = default;
 };
 
+// The one-kernel allreduce (cuda/flags.h) runs on up to this many ranks.
+constexpr int kFlagsMaxRanks = 8;
+
 class DeviceIpc : public IpcOpener {
  public:
   virtual DeviceUuid uuid() const = 0;
@@ -49,6 +52,32 @@ class DeviceIpc : public IpcOpener {
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
   // Blocks until all work queued so far has finished.
   virtual Status synchronize() = 0;
+
+  // The one-kernel allreduce (cuda/flags.h). flag_area: this object's area for messages of up
+  // to `max_bytes`, zeroed, allocated on the first call (later calls return it), freed with
+  // the object; its own allocation, so that it can be exported.
+  virtual Status flag_area(size_t max_bytes, void** out) = 0;
+  // Runs the one-kernel allreduce on this object's stream, after the work queued on `stream`
+  // where on_stream (else after the legacy default stream's, as every call does) and before
+  // the stream's later work, and waits for it. *waited_for: -1, or the rank whose flag the kernel gave up waiting for (its
+  // output then incomplete).
+  struct FlagsCall {
+    void* const* areas;  // per rank, as this process addresses them (flag_area of each)
+    int ranks, rank;
+    uint64_t seq;        // 1, 2, ...: the same on every rank
+    size_t max_bytes;    // as given to flag_area
+    const void* send;
+    void* recv;
+    size_t count;        // > 0, count * element size <= max_bytes
+    collx_dtype_t dtype;
+    collx_op_t op;
+    bool on_stream;
+    void* stream;
+    double timeout_s;
+    int spin_us;         // how long to busy-poll for the end before yielding the core
+    bool one_gpu;        // every rank on this GPU
+  };
+  virtual Status allreduce_flags(const FlagsCall& c, int* waited_for) = 0;
 };
 
 }  // namespace collx

@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "collx/collx.h"
 #include "reduce/half.h"  // COLLX_HD
 
 namespace collx {
@@ -81,6 +82,46 @@ template <typename T>
 COLLX_HD T divide_by(T sum, int ranks) {
   if constexpr (kHalf<T>) return round_to<T>(to_float(sum) / static_cast<float>(ranks));
   else return sum / static_cast<T>(ranks);
+}
+
+// Calls f(Op{}) with the struct of `op` for elements of type T (Sum for avg, which then
+// divides once by the rank count: divide_by). False, and f not called, where op has no
+// meaning for T (bitwise ops on floating types, avg on integers) or is no op at all.
+template <typename T, typename F>
+bool with_op(collx_op_t op, F&& f) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  switch (op) {
+    case COLLX_SUM: f(Sum{}); return true;
+    case COLLX_PROD: f(Prod{}); return true;
+    case COLLX_MIN: f(Min{}); return true;
+    case COLLX_MAX: f(Max{}); return true;
+    case COLLX_AVG:
+      if constexpr (!kInt) {
+        f(Sum{});
+        return true;
+      }
+      break;
+    case COLLX_BAND:
+      if constexpr (kInt) {
+        f(Band{});
+        return true;
+      }
+      break;
+    case COLLX_BOR:
+      if constexpr (kInt) {
+        f(Bor{});
+        return true;
+      }
+      break;
+    case COLLX_BXOR:
+      if constexpr (kInt) {
+        f(Bxor{});
+        return true;
+      }
+      break;
+    default: break;
+  }
+  return false;
 }
 
 }  // namespace collx

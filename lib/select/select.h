@@ -24,6 +24,7 @@ enum class Algo : uint8_t {
   // Device buffers (not in the table: chosen by Comm, named in profiles)
   kCudaIpcOneShot,
   kCudaIpcTwoShot,
+  kCudaIpcFlags,  // one kernel per call, device flags (small messages)
   kStaged,  // through host memory, chunk by chunk, each chunk by the table's algorithm
   kCount
 };

@@ -68,6 +68,7 @@ inline Config config_for(const char* algo, size_t segment = 64 << 10) {
   c.timeout_s = 120;
   c.cuda_ipc_min = 0;  // device buffers over CUDA IPC at every size (tests of the threshold
   c.cuda_ipc_min_timesliced = 0;  // set their own)
+  c.cuda_flags_max = 0;  // the one-kernel allreduce only where a test asks for it
   return c;
 }
 
