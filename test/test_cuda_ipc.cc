@@ -30,6 +30,10 @@ using namespace collx::test;
 
 namespace {
 
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 struct FakeDeviceIpc : DeviceIpc {
   DeviceUuid id;
   std::set<DeviceUuid> unreachable;
@@ -124,11 +128,11 @@ struct FakeDeviceIpc : DeviceIpc {
     std::memcpy(slot_of(c.areas[c.rank], c), c.send, bytes);
     std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(c.areas[c.rank]))
         .store(c.seq, std::memory_order_release);
-    const double deadline = now() + c.timeout_s;
+    const double deadline = now_seconds() + c.timeout_s;
     for (int q = 0; q < c.ranks; ++q) {
       std::atomic_ref<uint64_t> flag(*static_cast<uint64_t*>(c.areas[q]));
       while (flag.load(std::memory_order_acquire) < c.seq) {
-        if (now() > deadline) {
+        if (now_seconds() > deadline) {
           *waited_for = q;
           return Status();
         }
@@ -140,10 +144,6 @@ struct FakeDeviceIpc : DeviceIpc {
     if (red.finalize != nullptr) red.finalize(acc.data(), c.count, c.ranks);
     std::memcpy(c.recv, acc.data(), bytes);
     return Status();
-  }
-  static double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
   }
 };
 
@@ -171,10 +171,6 @@ struct Fakes {
     });
   }
 };
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 AllreduceOp device_op(Comm& c, const void* send, void* recv, size_t count, collx_dtype_t d,
                       collx_op_t op) {

@@ -55,6 +55,17 @@ struct Descriptor {
 };
 static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
 
+// This rank's head: its GPU (none without a device object) and whether it exported.
+DescriptorHead head_for(DeviceIpc* dev, bool exported) {
+  DescriptorHead h{};
+  if (dev != nullptr) {
+    h.device = dev->uuid();
+    h.mps = dev->mps() ? 1 : 0;
+  }
+  h.exported = dev != nullptr && exported ? 1 : 0;
+  return h;
+}
+
 DescriptorHead head_of(const ShmChannel& ch, int q) {
   DescriptorHead h;
   std::memcpy(&h, ch.flags(q).ipc.descriptor, sizeof h);
@@ -82,11 +93,7 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
-  if (a.dev != nullptr) {
-    mine.head.device = a.dev->uuid();
-    mine.head.mps = a.dev->mps() ? 1 : 0;
-  }
-  mine.head.exported = a.dev != nullptr && a.exported ? 1 : 0;
+  mine.head = head_for(a.dev, a.exported);
   mine.send = a.send_x;
   mine.recv = a.recv_x;
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
@@ -233,11 +240,7 @@ Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, vo
   void* area = nullptr;
   bool ok = a.dev != nullptr && p <= kFlagsMaxRanks && a.dev->flag_area(a.max_bytes, &area).ok() &&
             a.dev->export_handle(area, &mine.send.handle).ok();
-  if (a.dev != nullptr) {
-    mine.head.device = a.dev->uuid();
-    mine.head.mps = a.dev->mps() ? 1 : 0;
-  }
-  mine.head.exported = ok ? 1 : 0;
+  mine.head = head_for(a.dev, ok);
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its flag area"));
@@ -261,7 +264,7 @@ Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, vo
   Status st = shm_wait_all(a.t, ch, &ShmRankFlags::voted, e, "open the peers' flag areas");
   for (int q = 0; q < p && st.ok(); ++q) ok = ok && ch.flags(q).ipc.vote != 0;
   *on = st.ok() && ok;
-  for (int q = 0; q < p && !*on && q < kFlagsMaxRanks; ++q) {
+  for (int q = 0; q < std::min(p, kFlagsMaxRanks) && !*on; ++q) {
     if (opened[q]) a.dev->close(areas[q]);
   }
   return st;
