@@ -4,15 +4,18 @@
 // holds three communicators: one over CUDA IPC at every size, one with COLLX_CUDA=0 (host
 // staging), and one with the defaults (staging below COLLX_CUDA_IPC_MIN), and times float32
 // sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by default) on all three in the
-// same run: per size, the median over 5 repetitions of the mean time
-// per call, the slowest rank's. Bus bandwidth is 2(p-1)/p * bytes / time; the copy bandwidth
-// it is compared with is rank 0's cudaMemcpy device-to-device of 64 MiB (bytes copied / time)
-// measured in the same run before the sweep. The first call on fresh buffers, which opens the
-// peers' allocations, is timed on its own against the steady state: the IPC cache's saving
-// per call. Exits 77 without a GPU.
+// same run: per size, the median over 5 repetitions of the mean time per call, the slowest
+// rank's. A fourth column (host_us) times the staging communicator on pinned host buffers: the
+// host algorithms alone, so that staged_us - host_us is what the copies add. Bus bandwidth is
+// 2(p-1)/p * bytes / time; the copy bandwidth it is compared with is rank 0's cudaMemcpy
+// device-to-device of 64 MiB (bytes copied / time) measured in the same run before the sweep,
+// printed with the copies to and from pinned host memory. The first call on fresh buffers,
+// which opens the peers' allocations, is timed on its own against the steady state: the IPC
+// cache's saving per call. Exits 77 without a GPU.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "collx/collx.h"
@@ -54,18 +57,23 @@ double time_calls(collx_comm_t c, float* buf, size_t count, Group& g) {
   return reps[kReps / 2];
 }
 
-double copy_bandwidth() {
+// Rank 0's copy bandwidth, 64 MiB, median of 10 after 2 warm-ups (bytes copied / time):
+// device to device, or between the device and pinned host memory (the staging path's copies).
+double copy_bandwidth(cudaMemcpyKind kind) {
   const size_t bytes = size_t{64} << 20;
-  void *a = nullptr, *b = nullptr;
-  CUDA_OK(cudaMalloc(&a, bytes));
-  CUDA_OK(cudaMalloc(&b, bytes));
+  void *dev = nullptr, *other = nullptr;
+  const bool host = kind != cudaMemcpyDeviceToDevice;
+  CUDA_OK(cudaMalloc(&dev, bytes));
+  CUDA_OK(host ? cudaMallocHost(&other, bytes) : cudaMalloc(&other, bytes));
+  void* dst = kind == cudaMemcpyHostToDevice ? dev : other;
+  const void* src = kind == cudaMemcpyHostToDevice ? other : dev;
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int i = 0; i < 12; ++i) {
     CUDA_OK(cudaEventRecord(e0));
-    CUDA_OK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, kind));
     CUDA_OK(cudaEventRecord(e1));
     CUDA_OK(cudaEventSynchronize(e1));
     float t = 0;
@@ -73,8 +81,10 @@ double copy_bandwidth() {
     if (i >= 2) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
-  CUDA_OK(cudaFree(a));
-  CUDA_OK(cudaFree(b));
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  CUDA_OK(cudaFree(dev));
+  CUDA_OK(host ? cudaFreeHost(other) : cudaFree(other));
   return static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
@@ -106,28 +116,39 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
   CUDA_OK(cudaSetDevice(rank % devices));
   Group g{board, rank, p};
   if (collx_init() != COLLX_SUCCESS) return 1;
-  const double copy_gbs = rank == 0 ? copy_bandwidth() : 0;
+  double copy_gbs = 0, d2h_gbs = 0, h2d_gbs = 0;
+  if (rank == 0) {
+    copy_gbs = copy_bandwidth(cudaMemcpyDeviceToDevice);
+    d2h_gbs = copy_bandwidth(cudaMemcpyDeviceToHost);
+    h2d_gbs = copy_bandwidth(cudaMemcpyHostToDevice);
+  }
   collx_comm_t ipc = make_comm(g, kIpc), staged = make_comm(g, kStaged), dflt = make_comm(g, kAuto);
   float* buf = nullptr;
   CUDA_OK(cudaMalloc(&buf, std::max<size_t>(max_bytes, 4)));
   CUDA_OK(cudaMemset(buf, 0, std::max<size_t>(max_bytes, 4)));
+  float* host = nullptr;  // pinned: the host algorithms alone, as staging runs them per chunk
+  CUDA_OK(cudaMallocHost(&host, std::max<size_t>(max_bytes, 4)));
+  std::memset(host, 0, std::max<size_t>(max_bytes, 4));
   CUDA_OK(cudaDeviceSynchronize());
   if (rank == 0) {
     std::printf("# libcollx device allreduce: %d ranks on %d GPU(s), float32 sum, in place\n", p,
                 std::min(p, devices));
-    std::printf("# D2D copy (rank 0, 64 MiB): %.1f GB/s\n", copy_gbs);
-    std::printf("%-10s %12s %12s %10s %14s %10s %12s\n", "# Size", "ipc_us", "staged_us",
-                "staged/ipc", "ipc_busbw_GBs", "busbw/copy", "default_us");
+    std::printf("# D2D copy (rank 0, 64 MiB): %.1f GB/s; to pinned host memory %.1f GB/s, "
+                "from it %.1f GB/s\n",
+                copy_gbs, d2h_gbs, h2d_gbs);
+    std::printf("%-10s %12s %12s %10s %14s %10s %12s %12s\n", "# Size", "ipc_us", "staged_us",
+                "staged/ipc", "ipc_busbw_GBs", "busbw/copy", "default_us", "host_us");
   }
   for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / sizeof(float);
     const double t_ipc = time_calls(ipc, buf, count, g);
     const double t_staged = time_calls(staged, buf, count, g);
     const double t_default = time_calls(dflt, buf, count, g);
+    const double t_host = time_calls(staged, host, count, g);
     if (rank == 0) {
       const double busbw = 2.0 * (p - 1) / p * static_cast<double>(bytes) / (t_ipc * 1e-6) / 1e9;
-      std::printf("%-10zu %12.2f %12.2f %10.2f %14.2f %10.3f %12.2f\n", bytes, t_ipc, t_staged,
-                  t_staged / t_ipc, busbw, busbw / copy_gbs, t_default);
+      std::printf("%-10zu %12.2f %12.2f %10.2f %14.2f %10.3f %12.2f %12.2f\n", bytes, t_ipc,
+                  t_staged, t_staged / t_ipc, busbw, busbw / copy_gbs, t_default, t_host);
       std::fflush(stdout);
     }
   }
@@ -149,6 +170,7 @@ int run_rank(Board* board, int rank, int p, size_t max_bytes) {
   }
   CUDA_OK(cudaFree(fresh));
   CUDA_OK(cudaFree(buf));
+  CUDA_OK(cudaFreeHost(host));
   if (collx_comm_destroy(ipc) != COLLX_SUCCESS || collx_comm_destroy(staged) != COLLX_SUCCESS ||
       collx_comm_destroy(dflt) != COLLX_SUCCESS) {
     return 1;
