@@ -13,7 +13,6 @@
 #include "core/bootstrap.h"
 #include "core/context.h"
 #include "memory/cuda_driver.h"
-#include "memory/staging.h"
 #include "topo/node.h"
 #include "transport/ucx.h"
 
@@ -85,8 +84,8 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                     void* shared) {
   Selection sel;
-  COLLX_TRY(make_selection(config, transport->size(), Locality{shared != nullptr, shared != nullptr},
-                           &sel));
+  COLLX_TRY(make_selection(config, transport->size(),
+                           Locality{shared != nullptr, shared != nullptr}, &sel));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
   if (shared != nullptr) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
@@ -108,8 +107,13 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
   const uint64_t my_node = node_id(config.node);
-  BootHeader mine{kBootMagic, p.rank, p.size, ctx->propose_comm_id(),
-                  static_cast<uint32_t>(my_addr.size()), my_node, getpid(),
+  BootHeader mine{kBootMagic,
+                  p.rank,
+                  p.size,
+                  ctx->propose_comm_id(),
+                  static_cast<uint32_t>(my_addr.size()),
+                  my_node,
+                  getpid(),
                   reinterpret_cast<uint64_t>(&g_cma_probe)};
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
   COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
@@ -224,8 +228,8 @@ Status Comm::report_profile() {
   Profile all;
   all.caches = CacheCounts{caches[0], caches[1], caches[2], caches[3], caches[4], caches[5]};
   for (int i = 0; i < kB; ++i) {
-    all.buckets()[i] = ProfileBucket{sums[i], sums[kB + i], mins[i], maxs[i], sums[2 * kB + i],
-                                     algos[i]};
+    all.buckets()[i] =
+        ProfileBucket{sums[i], sums[kB + i], mins[i], maxs[i], sums[2 * kB + i], algos[i]};
   }
   std::fputs(all.table(size()).c_str(), stderr);
   if (!config_.profile_file.empty()) {
@@ -244,8 +248,7 @@ Status Comm::report_profile() {
   return Status();
 }
 
-Status Comm::setup_shm(const std::string& name, const Status& created,
-                       std::vector<int64_t> pids) {
+Status Comm::setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids) {
   const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
   Status attached = created;  // rank 0 made the segment (or failed to); the others attach
   if (rank() != 0) {
@@ -259,19 +262,20 @@ Status Comm::setup_shm(const std::string& name, const Status& created,
   // and its negation, so that one minimum gives both the smallest and the largest.
   const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
   constexpr int kSettings = 6;
-  const int64_t settings[kSettings] = {
-      config_.cuda_ipc ? 1 : 0,         clamp(config_.cuda_two_shot),
-      clamp(config_.staging_chunk),     clamp(config_.cuda_ipc_min),
-      clamp(config_.cuda_ipc_min_timesliced), clamp(config_.cuda_flags_max)};
+  const int64_t settings[kSettings] = {config_.cuda_ipc ? 1 : 0,
+                                       clamp(config_.cuda_two_shot),
+                                       clamp(config_.staging_chunk),
+                                       clamp(config_.cuda_ipc_min),
+                                       clamp(config_.cuda_ipc_min_timesliced),
+                                       clamp(config_.cuda_flags_max)};
   int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
   for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
   COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
-  static const char* const kNames[kSettings] = {"COLLX_CUDA", "COLLX_CUDA_TWO_SHOT",
-                                                "COLLX_STAGING_CHUNK", "COLLX_CUDA_IPC_MIN",
-                                                "COLLX_CUDA_IPC_MIN_TIMESLICED",
-                                                "COLLX_CUDA_FLAGS_MAX"};
+  static const char* const kNames[kSettings] = {
+      "COLLX_CUDA",         "COLLX_CUDA_TWO_SHOT",           "COLLX_STAGING_CHUNK",
+      "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED", "COLLX_CUDA_FLAGS_MAX"};
   for (int i = 0; i < kSettings; ++i) {
     if (v[1 + i] != -v[1 + kSettings + i]) {
       return error(COLLX_ERR_CONFIG,
@@ -335,182 +339,6 @@ Status Comm::execute(const AllreduceOp& op) {
   return execute_host(op, next_seq_++, config_.check);
 }
 
-// Device buffers: over CUDA IPC where every rank of the node can take part, else staged
-// through host memory. COLLX_CHECK checks the call as a whole first (the chunks of staged
-// calls that disagree could agree), so that a mismatch leaves every rank at the same
-// sequence number.
-Status Comm::execute_device(const AllreduceOp& op) {
-  COLLX_TRY(usable());
-  if (config_.check && size() > 1) {
-    const uint32_t seq = next_seq_++;
-    transport_->begin_op(seq, config_.timeout_s, config_.spin);
-    COLLX_TRY(agree(op, seq));
-    COLLX_TRY(transport_->end_op(Status()));
-  }
-  if (op.count == 0) {  // nothing to reduce: no copier or IPC object needed
-    ran_ = Algo::kStaged;
-    return Status();
-  }
-  // Every rank takes the same branch: the shared segment, COLLX_CUDA and the IPC thresholds
-  // (agreed at creation), the count (COLLX_CHECK verifies it) and the kind of memory are the
-  // same on all ranks. Below both thresholds the call is staged whatever the GPUs are, so
-  // without describing the buffers (which costs a time slice where ranks share a GPU).
-  const size_t bytes = op.count * op.red.elem_size;
-  const bool ipc = shm_ != nullptr && config_.cuda_ipc && size() > 1;
-  if (ipc && bytes <= config_.cuda_flags_max && flags_.state != Flags::State::kOff) {
-    bool ran = false;
-    Status st = execute_flags(op, &ran);
-    if (!st.ok() || ran) return st;
-  }
-  const bool small = bytes < std::min(config_.cuda_ipc_min, config_.cuda_ipc_min_timesliced);
-  if (ipc && !small) {
-    bool ran = false;
-    Status st = execute_ipc(op, &ran);
-    if (!st.ok() || ran) return st;
-  }
-  return execute_staged(op);
-}
-
-Status Comm::ipc_export(uintptr_t base, size_t size, uint64_t id, const void* p,
-                        IpcExport* out) {
-  IpcHandle* h = ipc_handles_.find(id);
-  if (h == nullptr) {
-    IpcHandle fresh;
-    COLLX_TRY(ipc_dev_->export_handle(reinterpret_cast<const void*>(base), &fresh));
-    ++ipc_exported_;
-    h = &ipc_handles_.put(id, fresh, [](uint64_t, IpcHandle&) {});
-  }
-  *out = IpcExport{*h, base, size, reinterpret_cast<uintptr_t>(p) - base, id};
-  return Status();
-}
-
-Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
-  *ran = false;
-  // This rank's part: its device's IPC object (kept across calls) and its buffers' handles.
-  // Where it cannot, it still takes part in the vote, which then sends every rank to staging.
-  Status local;
-  if (ipc_dev_ == nullptr || ipc_device_ != op.device) {
-    ipc_peers_.reset();  // its mappings close through the old object
-    ipc_dev_.reset();
-    ipc_device_ = -1;
-    std::unique_ptr<DeviceIpc> dev;
-    local = make_ipc_(op.device, &dev);
-    if (local.ok()) {
-      ipc_dev_ = std::move(dev);
-      ipc_peers_ = std::make_unique<IpcCache>(ipc_dev_.get(), std::max<size_t>(64, 4 * size()));
-      ipc_device_ = op.device;
-    }
-  }
-  // The peers read the input as soon as this rank says it is there.
-  if (local.ok()) local = ipc_dev_->wait_stream(op.on_stream ? op.stream : nullptr);
-  IpcExport send_x, recv_x;
-  if (local.ok()) local = ipc_export(op.send_base, op.send_size, op.send_id, op.send, &send_x);
-  if (local.ok()) local = ipc_export(op.recv_base, op.recv_size, op.recv_id, op.recv, &recv_x);
-  const CudaIpcArgs args{*transport_,
-                         *shm_,
-                         scratch_,
-                         ipc_dev_.get(),
-                         ipc_peers_.get(),
-                         op.dtype,
-                         op.op,
-                         op.red.elem_size,
-                         static_cast<const uint8_t*>(op.send),
-                         static_cast<uint8_t*>(op.recv),
-                         op.count,
-                         local.ok(),
-                         send_x,
-                         recv_x,
-                         op.count * op.red.elem_size >= config_.cuda_two_shot,
-                         config_.cuda_ipc_min,
-                         config_.cuda_ipc_min_timesliced};
-  ran_ = args.two_shot ? Algo::kCudaIpcTwoShot : Algo::kCudaIpcOneShot;
-  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
-  Status st = transport_->end_op(allreduce_cuda_ipc(args, ran));
-  if (!st.ok()) fail(st);
-  return st;
-}
-
-Status Comm::execute_flags(const AllreduceOp& op, bool* ran) {
-  *ran = false;
-  if (flags_.state == Flags::State::kUnknown) {
-    // Where this rank cannot make its device object it still takes part, voting no.
-    std::unique_ptr<DeviceIpc> dev;
-    if (!make_ipc_(op.device, &dev).ok()) dev.reset();
-    flags_.areas.assign(static_cast<size_t>(size()), nullptr);
-    bool on = false;
-    transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
-    Status st = transport_->end_op(cuda_flags_setup({*transport_, *shm_, dev.get(),
-                                                     config_.cuda_flags_max},
-                                                    &on, &flags_.one_gpu, flags_.areas.data()));
-    if (!st.ok()) {
-      fail(st);
-      return st;
-    }
-    flags_.state = on ? Flags::State::kOn : Flags::State::kOff;
-    if (!on) return Status();
-    flags_.dev = std::move(dev);
-    flags_.device = op.device;
-    flags_.rank = rank();
-  }
-  if (flags_.state != Flags::State::kOn) return Status();
-  *ran = true;
-  ran_ = Algo::kCudaIpcFlags;
-  Status st;
-  if (op.device != flags_.device) {
-    // The peers' kernels wait for this rank's flags on the other device: they time out.
-    st = error(COLLX_ERR_INVALID_ARG,
-               "rank %d: device buffers of %zu bytes on device %d, but this communicator's "
-               "one-kernel allreduce runs on device %d (COLLX_CUDA_FLAGS_MAX=0 lets a "
-               "communicator change devices)",
-               rank(), op.count * op.red.elem_size, op.device, flags_.device);
-  } else {
-    const DeviceIpc::FlagsCall c{flags_.areas.data(), size(),   rank(),  ++flags_.seq,
-                                 config_.cuda_flags_max, op.send, op.recv, op.count,
-                                 op.dtype,               op.op,   op.on_stream,
-                                 op.stream,              config_.timeout_s, config_.spin,
-                                 flags_.one_gpu};
-    int waited_for = -1;
-    st = flags_.dev->allreduce_flags(c, &waited_for);
-    if (st.ok() && waited_for >= 0) {
-      st = error(COLLX_ERR_TIMEOUT,
-                 "rank %d: the one-kernel CUDA allreduce (call %llu) waited %g s for rank %d's "
-                 "kernel",
-                 rank(), static_cast<unsigned long long>(flags_.seq), config_.timeout_s,
-                 waited_for);
-    }
-  }
-  if (!st.ok()) fail(st);
-  return st;
-}
-
-// Host staging: the host algorithms reduce device buffers chunk by chunk in pinned host
-// memory, each chunk a collective of its own.
-Status Comm::execute_staged(const AllreduceOp& op) {
-  Status st;
-  if (copier_ == nullptr || copier_device_ != op.device) {
-    copier_.reset();
-    st = make_copier_(op.device, &copier_);
-    copier_device_ = st.ok() ? op.device : -1;
-  }
-  if (st.ok() && op.on_stream) st = copier_->after_stream(op.stream);
-  if (st.ok()) {
-    const size_t chunk = staging_chunk_count(config_.staging_chunk, op.red.elem_size);
-    st = staged_allreduce(*copier_, op.send, op.recv, op.count, op.red.elem_size, chunk,
-                          [&](void* host, size_t n, size_t) {
-                            AllreduceOp c = op;
-                            c.send = host;
-                            c.recv = host;
-                            c.count = n;
-                            c.mem = MemKind::kHost;
-                            return execute_host(c, next_seq_++, false);
-                          });
-  }
-  ran_ = Algo::kStaged;
-  // The peers went on with the chunks this rank did not run: it is out of step with them.
-  if (!st.ok() && failed_.ok()) fail(st);
-  return st;
-}
-
 Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   COLLX_TRY(usable());
   const int p = size();
@@ -526,8 +354,8 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   transport_->begin_op(seq, config_.timeout_s, config_.spin);
   if (check) COLLX_TRY(agree(op, seq));
   if (op.count == 0) return transport_->end_op(Status());
-  const AllreduceArgs args{*transport_, op.red,   send, recv, op.count,
-                           scratch_,    config_.ring_segment, shm_.get()};
+  const AllreduceArgs args{*transport_,          op.red,    send, recv, op.count, scratch_,
+                           config_.ring_segment, shm_.get()};
   Status st = transport_->end_op(run_allreduce(ran_, args));
   if (!st.ok()) {
     fail(st);
@@ -618,7 +446,8 @@ void Comm::drain() {
 
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
-  if (profile_) [[unlikely]] return execute_profiled(op);
+  if (profile_) [[unlikely]]
+    return execute_profiled(op);
   return execute(op);
 }
 

@@ -1,6 +1,6 @@
 // Copies between CUDA device memory and pinned host memory, for device buffers that the host
 // algorithms reduce through host staging (memory/staging.h). An interface, so that the
-// staging pipeline runs, and is tested, without a GPU: cuda_driver.cc implements it over the
+// staging pipeline runs, and is tested, without a GPU: cuda_copier.cc implements it over the
 // CUDA driver, the tests over plain memory with copies that complete only when waited for.
 #pragma once
 

@@ -1,7 +1,7 @@
 // What the CUDA IPC allreduce (algo/cuda_ipc.cc) needs of one GPU: its identity, whether it
 // can read another GPU's memory, exporting and opening allocations across processes, and a
 // stream of its own on which it reduces (kernels) and copies. An interface, so that the
-// algorithm runs, and is tested, without a GPU: cuda_driver.cc implements it over the CUDA
+// algorithm runs, and is tested, without a GPU: cuda_device_ipc.cc implements it over the CUDA
 // driver and the kernels of cuda/, the tests over plain memory whose "device work" takes
 // effect only when synchronized, as asynchronous work does.
 #pragma once
