@@ -59,8 +59,8 @@ class DeviceIpc : public IpcOpener {
   virtual Status flag_area(size_t max_bytes, void** out) = 0;
   // Runs the one-kernel allreduce on this object's stream, after the work queued on `stream`
   // where on_stream (else after the legacy default stream's, as every call does) and before
-  // the stream's later work, and waits for it. *waited_for: -1, or the rank whose flag the kernel gave up waiting for (its
-  // output then incomplete).
+  // the stream's later work, and waits for it. *waited_for: -1, or the rank whose flag the
+  // kernel gave up waiting for (its output then incomplete).
   struct FlagsCall {
     void* const* areas;  // per rank, as this process addresses them (flag_area of each)
     int ranks, rank;

@@ -112,26 +112,9 @@ ReduceFn pick(collx_op_t op) {
     }
   }
 #endif
-  constexpr bool kInt = std::is_integral_v<T>;
-  switch (op) {
-    case COLLX_SUM: return kernel<T, Sum>;
-    case COLLX_PROD: return kernel<T, Prod>;
-    case COLLX_MIN: return kernel<T, Min>;
-    case COLLX_MAX: return kernel<T, Max>;
-    case COLLX_AVG:
-      if constexpr (!kInt) return kernel<T, Sum>;
-      else return nullptr;
-    case COLLX_BAND:
-      if constexpr (kInt) return kernel<T, Band>;
-      else return nullptr;
-    case COLLX_BOR:
-      if constexpr (kInt) return kernel<T, Bor>;
-      else return nullptr;
-    case COLLX_BXOR:
-      if constexpr (kInt) return kernel<T, Bxor>;
-      else return nullptr;
-    default: return nullptr;
-  }
+  ReduceFn fn = nullptr;  // stays null where op has no meaning for T
+  with_op<T>(op, [&](auto o) { fn = kernel<T, decltype(o)>; });
+  return fn;
 }
 
 template <typename T>
