@@ -1,0 +1,179 @@
+// The UCX worker shared by every communicator of the process: context and worker creation,
+// one endpoint and one liveness watch per peer process, and bounded progress loops.
+#include "transport/ucx.h"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace collx {
+
+namespace {
+
+Status ucx_error(const char* what, ucs_status_t s) {
+  return error(COLLX_ERR_TRANSPORT, "%s failed: %s", what, ucs_status_string(s));
+}
+
+}  // namespace
+template <typename F>
+bool UcxWorker::progress_until(F done, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
+  for (;;) {
+    {
+      LockGuard g(*this);
+      if (done()) return true;
+      ucp_worker_progress(worker_);
+    }
+    if (Clock::now() > deadline) return false;
+    sched_yield();
+  }
+}
+
+bool UcxWorker::complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure) {
+  auto all_done = [&] {
+    bool done = true;
+    for (void*& req : reqs) {
+      if (req == nullptr) continue;
+      const ucs_status_t s = ucp_request_check_status(req);
+      if (s == UCS_INPROGRESS) {
+        done = false;
+        continue;
+      }
+      if (s != UCS_OK) *failure = s;
+      ucp_request_free(req);
+      req = nullptr;
+    }
+    return done;
+  };
+  if (progress_until(all_done, seconds)) return true;
+  LockGuard g(*this);
+  for (void*& req : reqs) {
+    if (req == nullptr) continue;
+    ucp_request_cancel(worker_, req);
+    ucp_request_free(req);
+    req = nullptr;
+  }
+  return false;
+}
+
+Status UcxWorker::create(UcxWorker** out) {
+  UcxWorker* w = new (std::nothrow) UcxWorker();
+  if (w == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating the UCX worker");
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) {
+    delete w;
+    return ucx_error("ucp_config_read", s);
+  }
+  // Endpoints to other nodes are checked at this interval: a peer that stops answering
+  // without closing its connections is reported well inside a collective's deadline.
+  if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
+    ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
+  }
+  // UCX's rendezvous is off: between ranks of a node, large messages take libcollx's own
+  // one-copy path (see UcxTransport), because UCX 1.13 aborts the process when its CMA
+  // rendezvous meets a dead peer. (Excluding UCX's CMA transport instead makes UCX use TCP for
+  // rendezvous, and polling TCP triples the latency of every small message.)
+  if (getenv("UCX_RNDV_THRESH") == nullptr) ucp_config_modify(config, "RNDV_THRESH", "inf");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_TAG;
+  params.mt_workers_shared = 0;
+  s = ucp_init(&params, config, &w->context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) {
+    delete w;
+    return ucx_error("ucp_init", s);
+  }
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  s = ucp_worker_create(w->context_, &wp, &w->worker_);
+  if (s != UCS_OK) {
+    delete w;
+    return ucx_error("ucp_worker_create", s);
+  }
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  s = ucp_worker_get_address(w->worker_, &addr, &len);
+  if (s != UCS_OK) {
+    delete w;
+    return ucx_error("ucp_worker_get_address", s);
+  }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(addr);
+  w->address_.assign(bytes, bytes + len);
+  ucp_worker_release_address(w->worker_, addr);
+  *out = w;
+  return Status();
+}
+
+UcxWorker::~UcxWorker() {
+  for (auto& [address, w] : watches_) {
+    if (w->pidfd >= 0) close(w->pidfd);
+  }
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+void PeerWatch::fail(ucs_status_t why) {
+  int alive = UCS_OK;
+  if (status.compare_exchange_strong(alive, why)) owner->failures_.fetch_add(1);
+}
+
+void UcxWorker::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<PeerWatch*>(arg)->fail(status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status);
+}
+
+Status UcxWorker::endpoint(PeerWatch* w, const std::vector<uint8_t>& address, bool local,
+                           ucp_ep_h* out) {
+  if (w->ep == nullptr) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
+    if (!local) {
+      // Between nodes the data endpoints report failures themselves (TCP, InfiniBand).
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxWorker::on_peer_error;
+      ep.err_handler.arg = w;
+    }
+    const ucs_status_t s = ucp_ep_create(worker_, &ep, &w->ep);
+    if (s != UCS_OK) {
+      w->ep = nullptr;
+      return error(COLLX_ERR_TRANSPORT, "ucp_ep_create: %s", ucs_status_string(s));
+    }
+  }
+  ++w->ep_users;
+  *out = w->ep;
+  return Status();
+}
+
+void* UcxWorker::release_endpoint(PeerWatch* w, bool force) {
+  if (w->ep == nullptr || --w->ep_users > 0) return nullptr;
+  ucp_request_param_t p{};
+  if (force || w->status.load() != UCS_OK) {
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  }
+  void* req = ucp_ep_close_nbx(w->ep, &p);
+  w->ep = nullptr;
+  return UCS_PTR_IS_PTR(req) ? req : nullptr;
+}
+
+PeerWatch* UcxWorker::watch(const std::vector<uint8_t>& address, int64_t pid) {
+  const std::string key(address.begin(), address.end());
+  auto it = watches_.find(key);
+  if (it != watches_.end()) return it->second.get();
+  auto w = std::make_unique<PeerWatch>();
+  w->owner = this;
+  // Without pidfds (Linux < 5.3) a dead local peer is found by the deadline instead.
+  if (pid > 0) w->pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  PeerWatch* raw = w.get();
+  watches_.emplace(key, std::move(w));
+  return raw;
+}
+
+}  // namespace collx
