@@ -1,4 +1,4 @@
-/* libcollx: allreduce for host buffers over UCX.
+/* libcollx: allreduce over UCX, for host buffers and CUDA device buffers (see collx_allreduce).
  *
  * Every function returns a collx_status_t; on failure collx_last_error() returns a message
  * (thread-local, valid until the next libcollx call on the same thread) that names the
@@ -169,7 +169,8 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 
-/* Name of the algorithm the communicator would use for `bytes` bytes of host memory. */
+/* Name of the algorithm the communicator would use for `bytes` bytes of host memory; NULL for a
+ * handle that is not a live communicator (collx_last_error says why). */
 COLLX_API const char* collx_comm_algorithm(collx_comm_t comm, size_t bytes);
 
 #ifdef __cplusplus
