@@ -1,0 +1,192 @@
+// How a communicator comes to be: the out-of-band bootstrap (identities, node, worker
+// addresses), the UCX transport and its wireup, and on one node the shared-memory segment
+// with the settings every rank must share. Running collectives is in comm.cc.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/context.h"
+#include "topo/node.h"
+#include "transport/ucx.h"
+
+namespace collx {
+
+namespace {
+
+Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv, size_t bytes,
+                     const char* what) {
+  const int rc = p.allgather(send, recv, bytes, p.allgather_ctx);
+  if (rc != 0) {
+    return error(COLLX_ERR_TRANSPORT, "rank %d: out-of-band allgather of the %s failed (%d)",
+                 p.rank, what, rc);
+  }
+  return Status();
+}
+
+// Peers read these 8 bytes with process_vm_readv to find out whether they may read this
+// process's memory.
+const volatile uint64_t g_cma_probe = kBootMagic;
+
+}  // namespace
+
+Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
+                    void* shared) {
+  Selection sel;
+  COLLX_TRY(make_selection(config, transport->size(),
+                           Locality{shared != nullptr, shared != nullptr}, &sel));
+  Comm* c = new Comm(std::move(transport), config, std::move(sel));
+  if (shared != nullptr) {
+    // Threads of this process: "peer memory" is this process's own (pid 0).
+    c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk,
+                                           std::vector<int64_t>(c->size(), 0));
+  }
+  *out = c;
+  return Status();
+}
+
+Status Comm::create(const collx_comm_params_t& p, Comm** out) {
+  Context* ctx = Context::get();
+  if (ctx == nullptr) {
+    return error(COLLX_ERR_NOT_INITIALIZED, "collx_comm_create called before collx_init");
+  }
+  Config config;
+  COLLX_TRY(load_config(&config));
+
+  // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
+  const std::vector<uint8_t>& my_addr = ctx->worker().address();
+  const uint64_t my_node = node_id(config.node);
+  BootHeader mine{kBootMagic,
+                  p.rank,
+                  p.size,
+                  ctx->propose_comm_id(),
+                  static_cast<uint32_t>(my_addr.size()),
+                  my_node,
+                  getpid(),
+                  reinterpret_cast<uint64_t>(&g_cma_probe)};
+  std::vector<BootHeader> all(static_cast<size_t>(p.size));
+  COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
+  BootAgreement agreed;
+  COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
+
+  // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
+  bool cma_ok = true, one_node = true;
+  for (int i = 0; i < p.size; ++i) {
+    one_node = one_node && all[i].node == my_node;
+    if (i != p.rank && all[i].node == my_node) {
+      cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
+    }
+  }
+  // Within one node rank 0 creates the shared-memory segment; its name travels in round 2.
+  const bool use_shm = one_node && p.size > 1;
+  std::unique_ptr<ShmSegment> created;
+  Status shm_status;
+  if (use_shm && p.rank == 0) {
+    ShmSegment* seg = nullptr;
+    shm_status = ShmSegment::create(ShmChannel::bytes_for(p.size, config.shm_chunk), &seg);
+    created.reset(seg);
+  }
+
+  // Round 2: flags, segment name and the worker address padded to the longest, per rank.
+  const uint32_t max_len = agreed.max_addr_len;
+  std::vector<uint8_t> slot(size_t{max_len} + kSlotHeader, 0), slots(slot.size() * p.size);
+  slot[0] = cma_ok ? kFlagCma : 0;
+  if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
+  std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
+  COLLX_TRY(oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses"));
+  std::vector<PeerInfo> peers;
+  COLLX_TRY(decode_peers(slots.data(), slots.size(), all.data(), p.size, max_len, &peers));
+  const uint16_t comm_id = agreed.comm_id;
+  ctx->commit_comm_id(comm_id);
+
+  // One-copy transfers between ranks of a node only if every rank can do them.
+  bool use_cma = true;
+  for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
+  Selection sel;
+  COLLX_TRY(make_selection(config, p.size, Locality{one_node, one_node && use_cma}, &sel));
+  UcxTransport* t = nullptr;
+  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
+                                 use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t));
+  Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
+  c->context_ = ctx;
+  ctx->live_comms.fetch_add(1);
+  c->segment_ = std::move(created);
+  // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
+  // rank needs another to progress for anything but the collectives themselves.
+  Status st = t->connect(config.timeout_s);
+  if (st.ok()) st = c->run_barrier();
+  if (st.ok() && use_shm) {
+    std::vector<int64_t> pids;
+    if (use_cma) {
+      for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
+    }
+    st = c->setup_shm(peers[0].shm_name, shm_status, std::move(pids));
+  }
+  if (!st.ok()) {
+    delete c;
+    return st;
+  }
+  *out = c;
+  return Status();
+}
+
+Status Comm::setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids) {
+  const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
+  Status attached = created;  // rank 0 made the segment (or failed to); the others attach
+  if (rank() != 0) {
+    ShmSegment* seg = nullptr;
+    attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank 0 could not create the segment")
+                            : ShmSegment::attach(name, bytes, &seg);
+    segment_.reset(seg);
+  }
+  // With the attach status, the settings that decide which collectives a call with device
+  // buffers runs: ranks that differ would wait for each other in different ones. Each value
+  // and its negation, so that one minimum gives both the smallest and the largest.
+  const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
+  constexpr int kSettings = 6;
+  const int64_t settings[kSettings] = {config_.cuda_ipc ? 1 : 0,
+                                       clamp(config_.cuda_two_shot),
+                                       clamp(config_.staging_chunk),
+                                       clamp(config_.cuda_ipc_min),
+                                       clamp(config_.cuda_ipc_min_timesliced),
+                                       clamp(config_.cuda_flags_max)};
+  int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
+  for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
+  COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
+  // Every rank has attached (or given up): the name is no longer needed.
+  if (segment_) segment_->unlink();
+  static const char* const kNames[kSettings] = {
+      "COLLX_CUDA",         "COLLX_CUDA_TWO_SHOT",           "COLLX_STAGING_CHUNK",
+      "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED", "COLLX_CUDA_FLAGS_MAX"};
+  for (int i = 0; i < kSettings; ++i) {
+    if (v[1 + i] != -v[1 + kSettings + i]) {
+      return error(COLLX_ERR_CONFIG,
+                   "rank %d: %s differs between the ranks (from %lld to %lld): set it alike on "
+                   "all ranks",
+                   rank(), kNames[i], static_cast<long long>(v[1 + i]),
+                   static_cast<long long>(-v[1 + kSettings + i]));
+    }
+  }
+  const int64_t ok = v[0];
+  if (ok == 1) {
+    shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk,
+                                        std::move(pids));
+    return Status();
+  }
+  // Without the segment: the point-to-point algorithms, unless one was forced.
+  segment_.reset();
+  Selection sel;
+  Status st = make_selection(config_, size(), Locality{}, &sel);
+  if (!st.ok()) {
+    return error(COLLX_ERR_TRANSPORT, "rank %d: shared memory unavailable (%s): %s", rank(),
+                 attached.ok() ? "a peer could not attach" : attached.message().c_str(),
+                 st.message().c_str());
+  }
+  selection_ = std::move(sel);
+  return Status();
+}
+
+}  // namespace collx
