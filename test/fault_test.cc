@@ -38,8 +38,10 @@ using namespace collx::test;
 namespace {
 
 constexpr double kTimeout = 2.0;       // COLLX_TIMEOUT of the scenario
-constexpr int kFaultAt = 5;            // collective #K
+constexpr int kFaultAt = 5;            // collective #K (odd: a tiny call in "before" mode)
 constexpr int kSmallCount = 1000;      // int32 elements before the fault (and in "before" mode)
+constexpr int kTinyCount = 3;          // every other call, the fault's in "before" mode: 12 bytes
+                                       // (shm_one_shot carries them in its flag lines)
 constexpr int kLargeCount = 4 << 20;   // int32 elements in "mid" mode (16 MiB)
 
 // What each rank reports to the parent.
@@ -103,7 +105,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   std::vector<int32_t> buf(kLargeCount);
   for (int call = 0;; ++call) {
     const bool large = sc.mid && call >= kFaultAt;
-    const size_t count = large ? kLargeCount : kSmallCount;
+    const size_t count = large ? kLargeCount : call % 2 ? kTinyCount : kSmallCount;
     std::fill(buf.begin(), buf.begin() + count, rank + 1);
     if (victim && call == kFaultAt) {
       if (sc.mid) {

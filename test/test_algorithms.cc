@@ -3,6 +3,7 @@
 // reference (so also bitwise identical across ranks).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstring>
@@ -118,6 +119,44 @@ TEST_CASE("shared memory with the smallest chunk: messages far larger than the s
           const Status st = c->allreduce(AllreduceOp{in.data(), out.data(), count, red});
           TCHECK(st.ok());
           TCHECK(std::memcmp(out.data(), exp.data(), count * 8) == 0);
+        }
+      }
+    });
+  }
+}
+
+// shm_one_shot carries messages of up to 56 bytes in its flag lines (two, used by epoch
+// parity) and larger ones in the slots: runs of small calls of every size around that limit,
+// between large ones, so that each kind of epoch follows each kind, in both parities.
+TEST_CASE("shm_one_shot: messages in the flag lines and in the slots, in any order") {
+  for (int p : {2, 3, 5}) {
+    std::vector<Config> configs = {config_for("shm_one_shot", 4096)};
+    std::vector<size_t> bytes_seq;
+    for (size_t b = 1; b <= 72; ++b) {
+      bytes_seq.push_back(b);
+      if (b % 5 == 0) bytes_seq.push_back(3000);
+    }
+    run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
+      for (collx_dtype_t d : {COLLX_INT8, COLLX_FLOAT16, COLLX_FLOAT32, COLLX_FLOAT64}) {
+        const size_t es = collx_dtype_size(d);
+        Reducer red;
+        TCHECK(make_reducer(d, COLLX_SUM, &red).ok());
+        for (size_t i = 0; i < bytes_seq.size(); ++i) {
+          const size_t count = std::max<size_t>(1, bytes_seq[i] / es);
+          const bool in_place = i % 2 == 1;
+          std::vector<uint8_t> in(count * es), out(count * es + 64, 0xab), exp(count * es);
+          fill_input(d, COLLX_SUM, rank, count, in_place ? out.data() : in.data());
+          fill_expected(d, COLLX_SUM, p, count, exp.data());
+          const Status st = comms[0]->allreduce(
+              AllreduceOp{in_place ? out.data() : in.data(), out.data(), count, red});
+          const bool ok = st.ok() && std::memcmp(out.data(), exp.data(), count * es) == 0 &&
+                          out[count * es] == 0xab && out[count * es + 63] == 0xab;
+          if (!ok) {
+            std::lock_guard<std::mutex> g(catch_mutex());
+            FAIL_CHECK("rank " << rank << " p=" << p << " " << collx_dtype_name(d) << " count "
+                               << count << (in_place ? " in-place" : "") << ": "
+                               << st.message());
+          }
         }
       }
     });

@@ -55,6 +55,11 @@ TEST_CASE("shared memory layout: flags on their own cache lines, areas apart", "
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).ready) % 64 == 0);
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).reduced) -
             reinterpret_cast<uintptr_t>(&ch.flags(0).ready) == 64);
+  // A one-shot's small message and its epoch share one line; one line per epoch parity.
+  CHECK(sizeof(ShmInline) == 64);
+  CHECK(reinterpret_cast<uintptr_t>(&ch.flags(2).small[0]) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(&ch.flags(2).small[1]) -
+            reinterpret_cast<uintptr_t>(&ch.flags(2).small[0]) == 64);
   CHECK(ch.slot(1, 0) != ch.slot(2, 0));  // double buffered
   CHECK(ch.slot(1, 0) == ch.slot(3, 0));
   CHECK(ch.slot(1, 1) - ch.slot(1, 0) == static_cast<ptrdiff_t>(chunk));

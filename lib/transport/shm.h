@@ -41,6 +41,15 @@ struct alignas(64) ShmIpcArea {
   uint32_t vote;
 };
 
+// shm_one_shot for messages of at most kBytes: the input travels in the line of the flag that
+// says it is there, so a peer gets both in one cache-line transfer. Two lines, used alternately
+// by epoch like the slots.
+struct alignas(64) ShmInline {
+  static constexpr size_t kBytes = 56;
+  std::atomic<uint64_t> epoch{0};
+  uint8_t data[kBytes];
+};
+
 struct ShmRankFlags {
   ShmFlag ready;    // its input for the epoch is in its slot (shm_cma, cuda_ipc_*: its
                     // buffers are named)
@@ -49,6 +58,8 @@ struct ShmRankFlags {
                     // again)
   ShmFlag voted;    // cuda_ipc_*: it has opened the peers' buffers (or failed to) and voted
   ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
+  // shm_one_shot of at most ShmInline::kBytes: its `ready` and its input, by epoch parity.
+  ShmInline small[2];
   ShmBuffers buffers;
   ShmIpcArea ipc;
 };
