@@ -94,16 +94,11 @@ Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& red
 Status one_shot_inline(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const uint64_t e = ch.next_epoch();
-  const int r = ch.rank();
-  ShmInline& mine = ch.flags(r).small[e & 1];
+  ShmInline& mine = ch.flags(ch.rank()).small[e & 1];
   std::memcpy(mine.data, a.send, a.count * a.red.elem_size);
   mine.epoch.store(e, std::memory_order_release);
-  for (int q = 0; q < ch.size(); ++q) {
-    const std::atomic<uint64_t>& f = ch.flags(q).small[e & 1].epoch;
-    if (q == r) continue;
-    COLLX_TRY(a.t.wait_until([&] { return f.load(std::memory_order_acquire) >= e; }, q,
-                             "copy its input in"));
-  }
+  auto flag = [&](int q) -> const std::atomic<uint64_t>& { return ch.flags(q).small[e & 1].epoch; };
+  COLLX_TRY(shm_wait_all(a.t, ch, flag, e, "copy its input in"));
   auto input = [&](int q) { return ch.flags(q).small[e & 1].data; };
   reduce_in_rank_order(a, a.recv, input, a.count);
   return Status();

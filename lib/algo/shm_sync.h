@@ -13,15 +13,23 @@
 
 namespace collx {
 
-// Waits until flag `which` of every rank has reached `epoch`; `what` names the step in a
-// timeout's message ("waiting for rank q to <what>").
-inline Status shm_wait_all(Transport& t, const ShmChannel& ch, ShmFlag ShmRankFlags::*which,
-                           uint64_t epoch, const char* what) {
+// Waits until the epoch `flag(q)` of every rank q has reached `epoch`; `what` names the step
+// in a timeout's message ("waiting for rank q to <what>").
+template <typename Flag>
+inline Status shm_wait_all(Transport& t, const ShmChannel& ch, Flag flag, uint64_t epoch,
+                           const char* what) {
   for (int q = 0; q < ch.size(); ++q) {
-    const std::atomic<uint64_t>& f = (ch.flags(q).*which).epoch;
+    const std::atomic<uint64_t>& f = flag(q);
     COLLX_TRY(t.wait_until([&] { return f.load(std::memory_order_acquire) >= epoch; }, q, what));
   }
   return Status();
+}
+
+// The same for flag `which` of ShmRankFlags.
+inline Status shm_wait_all(Transport& t, const ShmChannel& ch, ShmFlag ShmRankFlags::*which,
+                           uint64_t epoch, const char* what) {
+  auto flag = [&](int q) -> const std::atomic<uint64_t>& { return (ch.flags(q).*which).epoch; };
+  return shm_wait_all(t, ch, flag, epoch, what);
 }
 
 inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint64_t epoch) {
