@@ -6,6 +6,11 @@
 //                               pass through (user op, MAXLOC, a vector type, LAND)
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
 //   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE), then allreduces
+//   pmpi_conformance --libcollx-error     only under the preload with COLLX_CHECK=1: counts
+//                                         that differ by rank (an erroneous program, which
+//                                         libcollx's check catches) come back as MPI_ERR_OTHER
+//                                         through MPI_ERRORS_RETURN, recvbuf untouched; then
+//                                         correct calls on the same communicator still work
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
 
@@ -158,6 +163,33 @@ void passthrough(MPI_Comm comm) {
          "MPI_LAND");
 }
 
+// libcollx's own errors reach the program as MPI's would: through the communicator's error
+// handler. A count that differs by rank is the one error every rank sees at once.
+void libcollx_error() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  const int count = 8 + g_rank;
+  std::vector<int> send(static_cast<size_t>(count), 1), recv(static_cast<size_t>(count), -7);
+  const int rc = MPI_Allreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm);
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  bool untouched = true;
+  for (int v : recv) untouched = untouched && v == -7;
+  expect(rc != MPI_SUCCESS && cls == MPI_ERR_OTHER, "counts that differ by rank: MPI_ERR_OTHER");
+  expect(untouched, "counts that differ by rank: recvbuf untouched");
+  // The check kept the ranks in step: the communicator goes on working.
+  for (int i = 0; i < 3; ++i) {
+    int x = g_rank + i, y = -1;
+    expect(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
+               y == p * (p - 1) / 2 + p * i,
+           "a correct call after the error");
+  }
+  MPI_Comm_free(&comm);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +208,8 @@ int main(int argc, char** argv) {
     ++g_passed;
   } else if (mode == "--thread-multiple") {
     matrix(MPI_COMM_WORLD, false);
+  } else if (mode == "--libcollx-error") {
+    libcollx_error();
   } else {
     MPI_Comm dup, split, reversed, self;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);

@@ -2,7 +2,9 @@
 # run_preloaded.sh PRELOAD_LIB NRANKS PROGRAM [ARGS...]: runs an MPI program under the PMPI
 # interposer with COLLX_MPI_VERBOSE=1 and fails if the program fails, or if the number of
 # MPI_Allreduce calls libcollx served is not what EXPECT_SERVED says: "some" (the default,
-# at least one) or "none" (exactly zero: interception off or everything passed through).
+# at least one), "none" (exactly zero: interception off or everything passed through) or
+# "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
+# COLLX_* variable: then no statistics, since the settings could not be read).
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -11,8 +13,14 @@ mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 "$@" 2> >(tee "$log" >
 status=$?
 wait
 served=$(sed -n 's/.*MPI_Allreduce calls (all ranks): \([0-9]*\) served.*/\1/p' "$log")
+off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
+if [ "${EXPECT_SERVED:-some}" = off ]; then
+  [ "$off" -eq 1 ] && [ -z "$served" ] && { echo "interception off, as expected"; exit 0; }
+  echo "expected one 'interception off' line and no statistics; got $off and '$served'" >&2
+  exit 1
+fi
 if [ -z "$served" ]; then
   echo "the interposer printed no statistics (was it preloaded?)" >&2
   exit 1
