@@ -4,7 +4,8 @@
 # MPI_Allreduce calls libcollx served is not what EXPECT_SERVED says: "some" (the default,
 # at least one), "none" (exactly zero: interception off or everything passed through) or
 # "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
-# COLLX_* variable: then no statistics, since the settings could not be read).
+# COLLX_* variable: then no statistics, since the settings could not be read). Of the served
+# calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them.
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -13,6 +14,8 @@ mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 "$@" 2> >(tee "$log" >
 status=$?
 wait
 served=$(sed -n 's/.*MPI_Allreduce calls (all ranks): \([0-9]*\) served.*/\1/p' "$log")
+failed=$(sed -n 's/.* \([0-9]*\) of the served calls failed.*/\1/p' "$log")
+failed=${failed:-0}
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
@@ -30,4 +33,8 @@ case "${EXPECT_SERVED:-some}" in
   none) [ "$served" -eq 0 ] || { echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
-echo "libcollx served $served MPI_Allreduce calls"
+if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
+  echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
+  exit 1
+fi
+echo "libcollx served $served MPI_Allreduce calls ($failed failed)"

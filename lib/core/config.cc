@@ -88,7 +88,8 @@ const ConfigRow kRows[] = {
      "per communicator destroyed: the last one wins)."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce calls "
-     "libcollx served and how many it passed through, per reason."},
+     "libcollx served (and how many of those failed) and how many it passed through, per "
+     "reason."},
     {nullptr, nullptr, nullptr, nullptr},
 };
 

@@ -49,6 +49,7 @@ struct State {
   Reason off_reason = kNotReady;
   int keyval = MPI_KEYVAL_INVALID;
   long long counts[kReasonCount] = {};
+  long long failed = 0;  // served calls that returned an error (counted in counts[kServed])
   std::vector<MPI_Comm> comms;  // with a libcollx communicator, in creation order
 };
 State g;
@@ -221,6 +222,7 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
     return MPI_SUCCESS;
   }
   // As MPI does: through the communicator's error handler (fatal by default).
+  ++g.failed;
   std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce failed: %s\n", collx_last_error());
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
@@ -234,15 +236,21 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
     collx_finalize();
   }
   if (g.verbose) {
-    long long total[kReasonCount] = {};
+    long long local[kReasonCount + 1] = {}, total[kReasonCount + 1] = {};
+    for (int i = 0; i < kReasonCount; ++i) local[i] = g.counts[i];
+    local[kReasonCount] = g.failed;
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Reduce(g.counts, total, kReasonCount, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(local, total, kReasonCount + 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       long long passed = 0;
       for (int i = 1; i < kReasonCount; ++i) passed += total[i];
       std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce calls (all ranks): %lld served, %lld passed through\n",
                    total[kServed], passed);
+      if (total[kReasonCount] > 0) {
+        std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed (MPI_ERR_OTHER)\n",
+                     total[kReasonCount]);
+      }
       for (int i = 1; i < kReasonCount; ++i) {
         if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
       }
