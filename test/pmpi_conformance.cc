@@ -5,7 +5,9 @@
 //                               communicator and a one-rank communicator; plus cases that must
 //                               pass through (user op, MAXLOC, a vector type, LAND)
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
-//   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE), then allreduces
+//   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE), then the
+//                                         matrix on WORLD in one thread while another runs it
+//                                         on a dup (different communicators at once: legal)
 //   pmpi_conformance --libcollx-error     only under the preload with COLLX_CHECK=1: counts
 //                                         that differ by rank (an erroneous program, which
 //                                         libcollx's check catches) come back as MPI_ERR_OTHER
@@ -14,17 +16,20 @@
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 #include "common/mpi_finish.h"
 
 namespace {
 
-int g_rank = 0, g_passed = 0, g_failed = 0;
+int g_rank = 0;
+std::atomic<int> g_passed{0}, g_failed{0};  // expect() runs in two threads in one mode
 
 void expect(bool ok, const std::string& what) {
   ok ? ++g_passed : ++g_failed;
@@ -194,8 +199,8 @@ void libcollx_error() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  int provided = MPI_THREAD_SINGLE;
   if (mode == "--thread-multiple") {
-    int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   } else {
     MPI_Init(&argc, &argv);
@@ -207,7 +212,16 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     ++g_passed;
   } else if (mode == "--thread-multiple") {
-    matrix(MPI_COMM_WORLD, false);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    expect(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
+    if (provided == MPI_THREAD_MULTIPLE) {
+      std::thread other([dup] { matrix(dup, false); });
+      matrix(MPI_COMM_WORLD, false);
+      other.join();
+    }
+    passthrough(MPI_COMM_WORLD);
+    MPI_Comm_free(&dup);
   } else if (mode == "--libcollx-error") {
     libcollx_error();
   } else {
@@ -229,5 +243,5 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&reversed);
     MPI_Comm_free(&self);
   }
-  return collx::test::mpi_finish(g_passed, g_failed);
+  return collx::test::mpi_finish(g_passed.load(), g_failed.load());
 }

@@ -9,11 +9,15 @@
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
 // buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
 //
-// Threads: under MPI_THREAD_MULTIPLE every call is passed through (documented): creating
-// communicators lazily from several threads at once could order the bootstrap allgathers
-// differently on different ranks.
+// Threads: under MPI_THREAD_MULTIPLE only MPI_COMM_WORLD is served, and every other
+// communicator passed through (documented). libcollx creates its communicators one at a time
+// in a process (their ids are agreed in creation order), and lazy creation on several
+// communicators from several threads could order them differently on different ranks; one
+// communicator has no order to disagree on. Its creation is under a mutex, so that an
+// erroneous program calling it from two threads at once gets an error, not a double creation.
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -30,7 +34,7 @@ enum Reason {
   kServed,
   kDisabled,        // COLLX_MPI=0
   kNotReady,        // collx_init or the configuration failed
-  kThreadMultiple,  // MPI_THREAD_MULTIPLE
+  kThreadMultiple,  // MPI_THREAD_MULTIPLE, on a communicator other than MPI_COMM_WORLD
   kIntercomm,
   kDatatype,        // not a predefined type with an exact libcollx equivalent
   kOp,              // user-defined, logical, MAXLOC/MINLOC, or not defined for the type
@@ -38,7 +42,8 @@ enum Reason {
   kReasonCount
 };
 const char* const kReasonNames[] = {"served by libcollx", "COLLX_MPI=0",
-                                    "libcollx not initialised", "MPI_THREAD_MULTIPLE",
+                                    "libcollx not initialised",
+                                    "MPI_THREAD_MULTIPLE, not MPI_COMM_WORLD",
                                     "intercommunicator", "datatype", "op",
                                     "communicator unusable"};
 
@@ -48,9 +53,11 @@ struct State {
   bool thread_multiple = false;
   Reason off_reason = kNotReady;
   int keyval = MPI_KEYVAL_INVALID;
-  long long counts[kReasonCount] = {};
-  long long failed = 0;  // served calls that returned an error (counted in counts[kServed])
-  std::vector<MPI_Comm> comms;  // with a libcollx communicator, in creation order
+  // Atomic: under MPI_THREAD_MULTIPLE calls come from several threads at once.
+  std::atomic<long long> counts[kReasonCount] = {};
+  std::atomic<long long> failed{0};  // served calls that returned an error (in counts[kServed])
+  std::mutex create_mutex;           // taken around collx_for under MPI_THREAD_MULTIPLE
+  std::vector<MPI_Comm> comms;       // with a libcollx communicator, in creation order
 };
 State g;
 
@@ -134,8 +141,17 @@ bool to_op(MPI_Op op, collx_dtype_t d, collx_op_t* o) {
   return true;
 }
 
+// One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
+// on the fast path), with it an atomic one.
+void tally(std::atomic<long long>& c) {
+  if (g.thread_multiple) c.fetch_add(1, std::memory_order_relaxed);
+  else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // The libcollx communicator for `comm`, created on first use; null if it cannot serve.
 collx_comm_t collx_for(MPI_Comm comm) {
+  std::unique_lock<std::mutex> lock(g.create_mutex, std::defer_lock);
+  if (g.thread_multiple) lock.lock();
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
@@ -150,7 +166,7 @@ collx_comm_t collx_for(MPI_Comm comm) {
 Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
                 collx_op_t* o) {
   if (!g.enabled) return g.off_reason;
-  if (g.thread_multiple) return kThreadMultiple;
+  if (g.thread_multiple && comm != MPI_COMM_WORLD) return kThreadMultiple;
   int inter = 0;
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
     return kIntercomm;  // (a null communicator gets MPI's own error)
@@ -215,14 +231,14 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
   Reason why = count < 0 ? kDatatype : classify(datatype, op, comm, &d, &o);
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  ++g.counts[why];
+  tally(g.counts[why]);
   if (why != kServed) return pass_through(sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
     return MPI_SUCCESS;
   }
   // As MPI does: through the communicator's error handler (fatal by default).
-  ++g.failed;
+  tally(g.failed);
   std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce failed: %s\n", collx_last_error());
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
@@ -237,8 +253,8 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
   }
   if (g.verbose) {
     long long local[kReasonCount + 1] = {}, total[kReasonCount + 1] = {};
-    for (int i = 0; i < kReasonCount; ++i) local[i] = g.counts[i];
-    local[kReasonCount] = g.failed;
+    for (int i = 0; i < kReasonCount; ++i) local[i] = g.counts[i].load();
+    local[kReasonCount] = g.failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Reduce(local, total, kReasonCount + 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
