@@ -5,9 +5,13 @@
 //                               communicator and a one-rank communicator; plus cases that must
 //                               pass through (user op, MAXLOC, a vector type, LAND)
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
-//   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE), then the
-//                                         matrix on WORLD in one thread while another runs it
-//                                         on a dup (different communicators at once: legal)
+//   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE); two threads
+//                                         each reduce on three fresh dups (so that each
+//                                         process creates its libcollx communicators from
+//                                         two threads at once, in an order that may differ
+//                                         between processes), then run the matrix, one on
+//                                         WORLD, the other on a dup, and free two of their
+//                                         dups; the other two are left to MPI_Finalize
 //   pmpi_conformance --libcollx-error     only under the preload with COLLX_CHECK=1: counts
 //                                         that differ by rank (an erroneous program, which
 //                                         libcollx's check catches) come back as MPI_ERR_OTHER
@@ -97,6 +101,20 @@ void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, bool is_float
                        (in_place ? " in-place" : ""));
       }
     }
+  }
+}
+
+// A few int sums on `comm`, tagged `k` (each value differs by communicator).
+void few(MPI_Comm comm, int k) {
+  int p = 0, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  for (int count : {1, 1000, 70000}) {
+    std::vector<int> v(static_cast<size_t>(count), rank + 100 * k);
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), count, MPI_INT, MPI_SUM, comm);
+    const int want = p * (p - 1) / 2 + p * 100 * k;
+    expect(rc == MPI_SUCCESS && v.front() == want && v.back() == want,
+           "dup " + std::to_string(k) + " count " + std::to_string(count));
   }
 }
 
@@ -212,16 +230,23 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     ++g_passed;
   } else if (mode == "--thread-multiple") {
-    MPI_Comm dup;
-    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     expect(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
     if (provided == MPI_THREAD_MULTIPLE) {
-      std::thread other([dup] { matrix(dup, false); });
-      matrix(MPI_COMM_WORLD, false);
+      std::vector<MPI_Comm> dups(6);
+      for (MPI_Comm& d : dups) MPI_Comm_dup(MPI_COMM_WORLD, &d);
+      // Thread t owns dups t, t+2, t+4: the first call on each creates its communicator.
+      auto work = [&](int t, MPI_Comm big) {
+        for (int k = t; k < 6; k += 2) few(dups[k], k);
+        matrix(big, false);
+        for (int k = t + 2; k < 6; k += 2) MPI_Comm_free(&dups[k]);
+      };
+      std::thread other(work, 1, dups[1]);
+      work(0, MPI_COMM_WORLD);
       other.join();
+      few(dups[0], 0);  // the two left still work; MPI_Finalize destroys them
+      few(dups[1], 1);
     }
     passthrough(MPI_COMM_WORLD);
-    MPI_Comm_free(&dup);
   } else if (mode == "--libcollx-error") {
     libcollx_error();
   } else {

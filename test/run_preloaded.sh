@@ -5,7 +5,8 @@
 # at least one), "none" (exactly zero: interception off or everything passed through) or
 # "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
 # COLLX_* variable: then no statistics, since the settings could not be read). Of the served
-# calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them.
+# calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
+# no call may have passed through because libcollx could not create or use a communicator.
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -16,6 +17,7 @@ wait
 served=$(sed -n 's/.*MPI_Allreduce calls (all ranks): \([0-9]*\) served.*/\1/p' "$log")
 failed=$(sed -n 's/.* \([0-9]*\) of the served calls failed.*/\1/p' "$log")
 failed=${failed:-0}
+unusable=$(sed -n 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
@@ -33,6 +35,10 @@ case "${EXPECT_SERVED:-some}" in
   none) [ "$served" -eq 0 ] || { echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
+if [ -n "$unusable" ]; then
+  echo "$unusable calls passed through because a communicator was unusable" >&2
+  exit 1
+fi
 if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
   exit 1

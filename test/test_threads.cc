@@ -3,17 +3,21 @@
 // bootstraps them, and UCX carries the messages between the threads' endpoints.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collx/collx.h"
-#include "common/inproc.h"  // TCHECK
+#include "common/inproc.h"  // TCHECK, core/comm.h
+#include "core/context.h"
 
 namespace {
 
@@ -30,6 +34,7 @@ struct Board {
 struct Member {
   Board* board;
   int rank;
+  std::barrier<>* gate = nullptr;  // if set, waited on in the first allgather
 };
 
 // Waits until every member has arrived (lk holds b.mu).
@@ -46,6 +51,7 @@ void rendezvous(Board& b, std::unique_lock<std::mutex>& lk) {
 
 int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
   auto* m = static_cast<Member*>(ctx);
+  if (m->gate != nullptr) std::exchange(m->gate, nullptr)->arrive_and_wait();
   Board& b = *m->board;
   std::unique_lock<std::mutex> lk(b.mu);
   b.slots[m->rank].assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
@@ -57,23 +63,33 @@ int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
   return 0;
 }
 
-// Creates a p-rank communicator whose ranks are threads; returns comms[rank].
-std::vector<collx_comm_t> make_thread_comm(int p) {
-  Board board(p);
-  std::vector<collx_comm_t> comms(p, nullptr);
+// Creates `n` communicators of p ranks each, whose ranks are threads, all n * p creations at
+// once; returns comms[k][rank]. With `gate` (for n * p threads), every rank's first
+// allgather waits until all have made their first id proposal.
+std::vector<std::vector<collx_comm_t>> make_thread_comms(int n, int p,
+                                                         std::barrier<>* gate = nullptr) {
+  std::vector<std::unique_ptr<Board>> boards;
+  std::vector<std::vector<collx_comm_t>> comms(n, std::vector<collx_comm_t>(p, nullptr));
+  std::vector<Member> members(static_cast<size_t>(n * p));
   std::vector<std::thread> threads;
-  std::vector<Member> members(p);
-  for (int r = 0; r < p; ++r) {
-    members[r] = Member{&board, r};
-    threads.emplace_back([&, r] {
-      collx_comm_params_t params{r, p, board_allgather, &members[r]};
-      const collx_status_t st = collx_comm_create(&params, &comms[r]);
-      TCHECK(st == COLLX_SUCCESS);
-    });
+  for (int k = 0; k < n; ++k) {
+    boards.push_back(std::make_unique<Board>(p));
+    for (int r = 0; r < p; ++r) members[k * p + r] = Member{boards[k].get(), r, gate};
+  }
+  for (int k = 0; k < n; ++k) {
+    for (int r = 0; r < p; ++r) {
+      threads.emplace_back([&, k, r] {
+        collx_comm_params_t params{r, p, board_allgather, &members[k * p + r]};
+        const collx_status_t st = collx_comm_create(&params, &comms[k][r]);
+        TCHECK(st == COLLX_SUCCESS);
+      });
+    }
   }
   for (auto& t : threads) t.join();
   return comms;
 }
+
+std::vector<collx_comm_t> make_thread_comm(int p) { return make_thread_comms(1, p)[0]; }
 
 void destroy_thread_comm(std::vector<collx_comm_t>& comms) {
   std::vector<std::thread> threads;
@@ -82,6 +98,41 @@ void destroy_thread_comm(std::vector<collx_comm_t>& comms) {
       const collx_status_t st = collx_comm_destroy(c);
       TCHECK(st == COLLX_SUCCESS);
     });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// Every rank of every communicator reduces in its own thread, all at once: eager and
+// rendezvous sizes, blocking and non-blocking, each result checked.
+void drive_at_once(const std::vector<std::vector<collx_comm_t>>& comms) {
+  constexpr int kIters = 60;
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < comms.size(); ++k) {
+    for (size_t r = 0; r < comms[k].size(); ++r) {
+      threads.emplace_back([&, k, r] {
+        const auto p = static_cast<int64_t>(comms[k].size());
+        std::vector<int64_t> buf;
+        for (int i = 0; i < kIters; ++i) {
+          const size_t count = (i % 3 == 0) ? 300000 : static_cast<size_t>(1 + 37 * i);
+          const int64_t base = 10 * static_cast<int64_t>(k) + i;
+          buf.assign(count, static_cast<int64_t>(r) + base);
+          collx_status_t st;
+          if (i % 2 == 0) {
+            st = collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
+                                 comms[k][r]);
+          } else {
+            collx_request_t req = nullptr;
+            st = collx_iallreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
+                                  comms[k][r], &req);
+            if (st == COLLX_SUCCESS) st = collx_wait(&req);
+          }
+          const int64_t want = p * (p - 1) / 2 + p * base;
+          TCHECK(st == COLLX_SUCCESS);
+          TCHECK(buf.front() == want);
+          TCHECK(buf.back() == want);
+        }
+      });
+    }
   }
   for (auto& t : threads) t.join();
 }
@@ -140,38 +191,38 @@ TEST_CASE("a second thread using a busy communicator gets an error", "[threads]"
 
 TEST_CASE("different communicators are driven from different threads at once", "[threads]") {
   Init init;
-  constexpr int kComms = 3, kRanks = 2, kIters = 60;
   std::vector<std::vector<collx_comm_t>> comms;
-  for (int k = 0; k < kComms; ++k) comms.push_back(make_thread_comm(kRanks));
-  std::vector<std::thread> threads;
-  for (int k = 0; k < kComms; ++k) {
-    for (int r = 0; r < kRanks; ++r) {
-      threads.emplace_back([&, k, r] {
-        std::vector<int64_t> buf;
-        for (int i = 0; i < kIters; ++i) {
-          // Eager and rendezvous sizes, blocking and non-blocking.
-          const size_t count = (i % 3 == 0) ? 300000 : static_cast<size_t>(1 + 37 * i);
-          buf.assign(count, r + 10 * k + i);
-          collx_status_t st;
-          if (i % 2 == 0) {
-            st = collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
-                                 comms[k][r]);
-          } else {
-            collx_request_t req = nullptr;
-            st = collx_iallreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT64, COLLX_SUM,
-                                  comms[k][r], &req);
-            if (st == COLLX_SUCCESS) st = collx_wait(&req);
-          }
-          const int64_t want = 1 + 2 * (10 * k + i);
-          TCHECK(st == COLLX_SUCCESS);
-          TCHECK(buf.front() == want);
-          TCHECK(buf.back() == want);
-        }
-      });
-    }
-  }
-  for (auto& t : threads) t.join();
+  for (int k = 0; k < 3; ++k) comms.push_back(make_thread_comm(2));
+  drive_at_once(comms);
   for (auto& c : comms) destroy_thread_comm(c);
+}
+
+TEST_CASE("communicators created at once from different threads get distinct ids",
+          "[threads]") {
+  Init init;
+  constexpr int kComms = 3, kRanks = 2;
+  // Every rank proposes an id before any reserves one, so the three creations first agree on
+  // the same id, and at least two of them must try again above it.
+  std::barrier<> gate(kComms * kRanks);
+  collx::CommIds& process_ids = collx::Context::get()->ids;
+  const uint64_t refused = process_ids.refused();
+  std::vector<std::vector<collx_comm_t>> comms = make_thread_comms(kComms, kRanks, &gate);
+  // Of the three, one reserved the id first agreed; each rank of the other two was refused it.
+  CHECK(process_ids.refused() - refused >= 2 * kRanks);
+  std::vector<uint16_t> ids;
+  for (const auto& c : comms) {
+    const uint16_t id = reinterpret_cast<const collx::Comm*>(c[0])->id();
+    for (collx_comm_t rank : c) CHECK(reinterpret_cast<const collx::Comm*>(rank)->id() == id);
+    CHECK(std::find(ids.begin(), ids.end(), id) == ids.end());
+    ids.push_back(id);
+  }
+  drive_at_once(comms);  // messages of one communicator never reach another
+  for (auto& c : comms) destroy_thread_comm(c);
+  // Destroying releases the ids (the ranks of one communicator held each one together).
+  for (uint16_t id : ids) {
+    CHECK(process_ids.reserve(id, 12345));
+    process_ids.release(id, 12345);
+  }
 }
 
 TEST_CASE("a request may be completed by another thread than the one that posted it",

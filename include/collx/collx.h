@@ -9,10 +9,11 @@
  *   collx_init, collx_finalize   any thread, concurrently with each other (reference counted);
  *                                the last collx_finalize must not race with calls on
  *                                communicators (it fails while any exists).
- *   collx_comm_create            the ranks of one communicator may call it from threads of
- *                                one process at once; the creation of different communicators
- *                                must not overlap in time within a process (like MPI's
- *                                collective communicator constructors, they are ordered).
+ *   collx_comm_create            any thread, concurrently: the creations of different
+ *                                communicators may overlap in time and start in different
+ *                                orders in different processes (their ids are agreed with a
+ *                                retry when two collide), and the ranks of one communicator may
+ *                                be threads of one process.
  *   collx_allreduce, collx_iallreduce, collx_comm_destroy
  *                                different communicators concurrently from different threads;
  *                                one communicator by one thread at a time: a second thread

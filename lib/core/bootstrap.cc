@@ -1,5 +1,7 @@
 #include "core/bootstrap.h"
 
+#include "core/comm_ids.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -7,10 +9,19 @@ namespace collx {
 
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out) {
   uint32_t comm_id = 0, max_len = 0;
+  uint64_t owner = 0xcbf29ce484222325ull;  // FNV-1a over every rank's (node, pid, creation)
+  const auto mix = [&owner](uint64_t v) {
+    for (int b = 0; b < 8; ++b) owner = (owner ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+  };
   for (int i = 0; i < size; ++i) {
     const BootHeader& h = all[i];
+    if (h.magic == kBootMagic && h.rank == i && h.size == size && h.comm_id == CommIds::kNone) {
+      return error(COLLX_ERR_NO_MEMORY,
+                   "rank %d: rank %d's process has no free communicator id (all %u are in use)",
+                   rank, i, CommIds::kCount);
+    }
     if (h.magic != kBootMagic || h.rank != i || h.size != size || h.addr_len == 0 ||
-        h.addr_len > kMaxAddress || h.comm_id > 0xffff || h.pid <= 0) {
+        h.addr_len > kMaxAddress || h.comm_id >= CommIds::kCount || h.pid <= 0) {
       return error(COLLX_ERR_MISMATCH,
                    "rank %d: bootstrap data from rank %d is inconsistent (rank %d, size %d, "
                    "address length %u, id %u); are all ranks calling collx_comm_create with the "
@@ -19,8 +30,11 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
     }
     comm_id = std::max(comm_id, h.comm_id);
     max_len = std::max(max_len, h.addr_len);
+    mix(h.node);
+    mix(static_cast<uint64_t>(h.pid));
+    mix(h.creation);
   }
-  *out = BootAgreement{static_cast<uint16_t>(comm_id), max_len};
+  *out = BootAgreement{static_cast<uint16_t>(comm_id), max_len, owner};
   return Status();
 }
 
@@ -47,6 +61,14 @@ Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* al
     peer.pid = all[i].pid;
   }
   return Status();
+}
+
+bool every_rank_has(const uint8_t* blob, int size, uint32_t max_len, uint8_t flag) {
+  const size_t slot = size_t{max_len} + kSlotHeader;
+  for (int i = 0; i < size; ++i) {
+    if ((blob[static_cast<size_t>(i) * slot] & flag) == 0) return false;
+  }
+  return true;
 }
 
 }  // namespace collx

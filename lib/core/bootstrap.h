@@ -12,36 +12,43 @@
 
 namespace collx {
 
-constexpr uint64_t kBootMagic = 0x32544f4258434c43ull;  // "CLCXBOT2"
+constexpr uint64_t kBootMagic = 0x33544f4258434c43ull;  // "CLCXBOT3"
 constexpr uint32_t kMaxAddress = 1 << 16;
 
 struct BootHeader {
   uint64_t magic;
   int32_t rank;
   int32_t size;
-  uint32_t comm_id;  // the sender's proposal; all ranks take the largest
+  uint32_t comm_id;  // the sender's proposal (core/comm_ids.h); all ranks take the largest
   uint32_t addr_len;
-  uint64_t node;   // node identity (topo/node.h): ranks with equal values share memory
+  uint64_t node;      // node identity (topo/node.h): ranks with equal values share memory
   int64_t pid;
-  uint64_t probe;  // address of 8 bytes holding kBootMagic, read by peers to test CMA
+  uint64_t probe;     // address of 8 bytes holding kBootMagic, read by peers to test CMA
+  uint64_t creation;  // Context::next_creation() of the sender's collx_comm_create call
 };
 
 struct BootAgreement {
   uint16_t comm_id;
   uint32_t max_addr_len;
+  uint64_t owner;  // names this creation among those of every member process (CommIds)
 };
 
 // Checks the `size` headers gathered by rank `rank`: each must come from the rank of its slot,
-// agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id and a pid.
+// agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id (a rank whose
+// process has no free id says so) and a pid.
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
 
 // Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA
-// works towards every peer on the node), the shared-memory segment name (rank 0's is used,
-// checked by ShmSegment::attach), then the UCX address padded to max_len.
+// works towards every peer on the node; bit 1: the rank reserved the agreed id), the
+// shared-memory segment name (rank 0's is used, checked by ShmSegment::attach), then the UCX
+// address padded to max_len.
 constexpr uint8_t kFlagCma = 1;
+constexpr uint8_t kFlagIdReserved = 2;
 constexpr size_t kShmNameBytes = 48;
 constexpr size_t kSlotHeader = 1 + kShmNameBytes;
 Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
                     uint32_t max_len, std::vector<PeerInfo>* out);
+// Whether every rank's slot in a decoded round-2 blob has `flag` set.
+bool every_rank_has(const uint8_t* blob, int size, uint32_t max_len, uint8_t flag);
 
 }  // namespace collx

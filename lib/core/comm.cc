@@ -136,7 +136,10 @@ Comm::~Comm() {
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   transport_.reset();
-  if (context_ != nullptr) context_->live_comms.fetch_sub(1);
+  if (context_ != nullptr) {
+    context_->ids.release(comm_id_, id_owner_);
+    context_->live_comms.fetch_sub(1);
+  }
 }
 
 Status Comm::usable() const {

@@ -62,6 +62,9 @@ class Comm {
   ~Comm();
 
   int rank() const { return transport_->rank(); }
+  // The id agreed by the members (core/comm_ids.h); 0 for a communicator over a transport
+  // built by the caller.
+  uint16_t id() const { return comm_id_; }
   int size() const { return transport_->size(); }
   const Selection& selection() const { return selection_; }
 
@@ -134,6 +137,8 @@ class Comm {
 
   std::unique_ptr<Transport> transport_;
   Context* context_ = nullptr;  // set for UCX communicators (counts live communicators)
+  uint16_t comm_id_ = 0;        // and then their id, held in context_->ids for id_owner_
+  uint64_t id_owner_ = 0;
   Config config_;
   Selection selection_;
   Scratch scratch_;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/bootstrap.h"
@@ -57,66 +59,103 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   COLLX_TRY(load_config(&config));
 
   // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
+  // Round 2: flags, segment name and the worker address padded to the longest, per rank.
+  // Both are repeated while some rank could not reserve the agreed id (core/comm_ids.h).
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
   const uint64_t my_node = node_id(config.node);
   BootHeader mine{kBootMagic,
                   p.rank,
                   p.size,
-                  ctx->propose_comm_id(),
+                  CommIds::kNone,
                   static_cast<uint32_t>(my_addr.size()),
                   my_node,
                   getpid(),
-                  reinterpret_cast<uint64_t>(&g_cma_probe)};
+                  reinterpret_cast<uint64_t>(&g_cma_probe),
+                  ctx->next_creation()};
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
-  COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
   BootAgreement agreed;
-  COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
-
-  // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
-  bool cma_ok = true, one_node = true;
-  for (int i = 0; i < p.size; ++i) {
-    one_node = one_node && all[i].node == my_node;
-    if (i != p.rank && all[i].node == my_node) {
-      cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
-    }
-  }
-  // Within one node rank 0 creates the shared-memory segment; its name travels in round 2.
-  const bool use_shm = one_node && p.size > 1;
+  bool cma_ok = true, one_node = true, use_shm = false;
   std::unique_ptr<ShmSegment> created;
   Status shm_status;
-  if (use_shm && p.rank == 0) {
-    ShmSegment* seg = nullptr;
-    shm_status = ShmSegment::create(ShmChannel::bytes_for(p.size, config.shm_chunk), &seg);
-    created.reset(seg);
-  }
+  std::vector<uint8_t> slot, slots;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(config.timeout_s));
+  for (int attempt = 0;; ++attempt) {
+    mine.comm_id = ctx->ids.propose(attempt == 0 ? CommIds::kNone : agreed.comm_id + 1u);
+    COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
+    COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
+    const bool reserved = ctx->ids.reserve(agreed.comm_id, agreed.owner);
 
-  // Round 2: flags, segment name and the worker address padded to the longest, per rank.
-  const uint32_t max_len = agreed.max_addr_len;
-  std::vector<uint8_t> slot(size_t{max_len} + kSlotHeader, 0), slots(slot.size() * p.size);
-  slot[0] = cma_ok ? kFlagCma : 0;
-  if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
-  std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
-  COLLX_TRY(oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses"));
-  std::vector<PeerInfo> peers;
-  COLLX_TRY(decode_peers(slots.data(), slots.size(), all.data(), p.size, max_len, &peers));
+    if (attempt == 0) {
+      // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
+      for (int i = 0; i < p.size; ++i) {
+        one_node = one_node && all[i].node == my_node;
+        if (i != p.rank && all[i].node == my_node) {
+          cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
+        }
+      }
+      // Within one node rank 0 creates the shared-memory segment; its name goes in round 2.
+      use_shm = one_node && p.size > 1;
+      if (use_shm && p.rank == 0) {
+        ShmSegment* seg = nullptr;
+        shm_status = ShmSegment::create(ShmChannel::bytes_for(p.size, config.shm_chunk), &seg);
+        created.reset(seg);
+      }
+    }
+
+    slot.assign(size_t{agreed.max_addr_len} + kSlotHeader, 0);
+    slots.assign(slot.size() * static_cast<size_t>(p.size), 0);
+    slot[0] = static_cast<uint8_t>((cma_ok ? kFlagCma : 0) | (reserved ? kFlagIdReserved : 0));
+    if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
+    std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
+    Status st = oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
+    if (st.ok() && every_rank_has(slots.data(), p.size, agreed.max_addr_len, kFlagIdReserved)) {
+      break;
+    }
+    // A concurrent creation in some member's process holds the id: try above it, after a
+    // pause that differs by creation and attempt (so that two creations stop colliding).
+    if (reserved) ctx->ids.release(agreed.comm_id, agreed.owner);
+    COLLX_TRY(st);
+    if (std::chrono::steady_clock::now() > deadline) {
+      return error(COLLX_ERR_TIMEOUT,
+                   "rank %d: no communicator id free in every member's process after %d "
+                   "attempts in %g s (COLLX_TIMEOUT)",
+                   p.rank, attempt + 1, config.timeout_s);
+    }
+    const uint64_t r = (agreed.owner ^ (static_cast<uint64_t>(attempt) * 0x9e3779b97f4a7c15ull)) >> 40;
+    std::this_thread::sleep_for(std::chrono::microseconds(r % (50u << std::min(attempt, 6))));
+  }
   const uint16_t comm_id = agreed.comm_id;
-  ctx->commit_comm_id(comm_id);
+  // From here the id is this communicator's: released by ~Comm, or below on failure.
+  const auto release_id = [&](Status st) {
+    ctx->ids.release(comm_id, agreed.owner);
+    return st;
+  };
+  std::vector<PeerInfo> peers;
+  Status st = decode_peers(slots.data(), slots.size(), all.data(), p.size, agreed.max_addr_len,
+                           &peers);
+  if (!st.ok()) return release_id(st);
 
   // One-copy transfers between ranks of a node only if every rank can do them.
   bool use_cma = true;
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
   Selection sel;
-  COLLX_TRY(make_selection(config, p.size, Locality{one_node, one_node && use_cma}, &sel));
+  st = make_selection(config, p.size, Locality{one_node, one_node && use_cma}, &sel);
+  if (!st.ok()) return release_id(st);
   UcxTransport* t = nullptr;
-  COLLX_TRY(UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
-                                 use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t));
+  st = UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
+                            use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t);
+  if (!st.ok()) return release_id(st);
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->context_ = ctx;
+  c->comm_id_ = comm_id;
+  c->id_owner_ = agreed.owner;
   ctx->live_comms.fetch_add(1);
   c->segment_ = std::move(created);
   // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
   // rank needs another to progress for anything but the collectives themselves.
-  Status st = t->connect(config.timeout_s);
+  st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
   if (st.ok() && use_shm) {
     std::vector<int64_t> pids;

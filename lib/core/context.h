@@ -1,5 +1,5 @@
 // Process-wide state: the UCX worker shared by every communicator, reference counted by
-// collx_init/collx_finalize, and the allocator of communicator ids (tag space).
+// collx_init/collx_finalize, and the communicator ids in use (tag space).
 #pragma once
 
 #include <atomic>
@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "api/status.h"
+#include "core/comm_ids.h"
 #include "transport/ucx.h"
 
 namespace collx {
@@ -19,15 +20,15 @@ class Context {
   static Context* get();
 
   UcxWorker& worker() { return *worker_; }
-  // Communicator ids: every rank proposes its next free id, all take the maximum.
-  uint16_t propose_comm_id() const { return next_comm_id_.load(); }
-  void commit_comm_id(uint16_t id) { next_comm_id_.store(static_cast<uint16_t>(id + 1)); }
+  // A number no other collx_comm_create call of this process gets (names creations).
+  uint64_t next_creation() { return creations_.fetch_add(1) + 1; }
 
+  CommIds ids;
   std::atomic<int> live_comms{0};
 
  private:
   std::unique_ptr<UcxWorker> worker_;
-  std::atomic<uint16_t> next_comm_id_{0};
+  std::atomic<uint64_t> creations_{0};
   int refs_ = 0;
 };
 

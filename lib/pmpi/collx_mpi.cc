@@ -9,14 +9,15 @@
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
 // buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
 //
-// Threads: under MPI_THREAD_MULTIPLE only MPI_COMM_WORLD is served, and every other
-// communicator passed through (documented). libcollx creates its communicators one at a time
-// in a process (their ids are agreed in creation order), and lazy creation on several
-// communicators from several threads could order them differently on different ranks; one
-// communicator has no order to disagree on. Its creation is under a mutex, so that an
-// erroneous program calling it from two threads at once gets an error, not a double creation.
+// Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
+// communicator is created by whichever thread first reduces on it, possibly while other
+// threads create theirs (libcollx agrees ids for concurrent creations: core/comm_ids.h); a
+// thread that comes to a communicator being created waits for it (std::call_once). At
+// MPI_Finalize the remaining ones are destroyed in the order of their ids, which every member
+// of each agrees on (creation order may differ between processes when threads create them).
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "core/comm.h"
 #include "core/config.h"
 #include "memory/cuda_driver.h"
 #include "memory/host_mirror.h"
@@ -34,7 +36,6 @@ enum Reason {
   kServed,
   kDisabled,        // COLLX_MPI=0
   kNotReady,        // collx_init or the configuration failed
-  kThreadMultiple,  // MPI_THREAD_MULTIPLE, on a communicator other than MPI_COMM_WORLD
   kIntercomm,
   kDatatype,        // not a predefined type with an exact libcollx equivalent
   kOp,              // user-defined, logical, MAXLOC/MINLOC, or not defined for the type
@@ -43,7 +44,6 @@ enum Reason {
 };
 const char* const kReasonNames[] = {"served by libcollx", "COLLX_MPI=0",
                                     "libcollx not initialised",
-                                    "MPI_THREAD_MULTIPLE, not MPI_COMM_WORLD",
                                     "intercommunicator", "datatype", "op",
                                     "communicator unusable"};
 
@@ -56,12 +56,14 @@ struct State {
   // Atomic: under MPI_THREAD_MULTIPLE calls come from several threads at once.
   std::atomic<long long> counts[kReasonCount] = {};
   std::atomic<long long> failed{0};  // served calls that returned an error (in counts[kServed])
-  std::mutex create_mutex;           // taken around collx_for under MPI_THREAD_MULTIPLE
-  std::vector<MPI_Comm> comms;       // with a libcollx communicator, in creation order
+  std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
+  std::vector<MPI_Comm> comms;       // those with a Cached attribute
 };
 State g;
 
 struct Cached {
+  std::atomic<bool> ready{false};  // `comm` is final (checked first: no call_once per call)
+  std::once_flag created;
   collx_comm_t comm = nullptr;  // null: creation failed, always pass through
 };
 
@@ -69,13 +71,16 @@ int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   auto* c = static_cast<Cached*>(value);
   if (c->comm != nullptr) collx_comm_destroy(c->comm);  // collective, like MPI_Comm_free
   delete c;
-  for (size_t i = 0; i < g.comms.size(); ++i) {
-    if (g.comms[i] == mpi_comm) {
-      g.comms.erase(g.comms.begin() + static_cast<long>(i));
-      break;
-    }
-  }
+  std::lock_guard<std::mutex> lock(g.comms_mutex);
+  g.comms.erase(std::find(g.comms.begin(), g.comms.end(), mpi_comm));
   return MPI_SUCCESS;
+}
+
+Cached* cached_on(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
+  return found ? static_cast<Cached*>(value) : nullptr;
 }
 
 void after_init(int provided) {
@@ -150,23 +155,35 @@ void tally(std::atomic<long long>& c) {
 
 // The libcollx communicator for `comm`, created on first use; null if it cannot serve.
 collx_comm_t collx_for(MPI_Comm comm) {
-  std::unique_lock<std::mutex> lock(g.create_mutex, std::defer_lock);
-  if (g.thread_multiple) lock.lock();
-  void* value = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
-  if (found) return static_cast<Cached*>(value)->comm;
-  auto* c = new Cached();
-  if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) c->comm = nullptr;
-  PMPI_Comm_set_attr(comm, g.keyval, c);
-  g.comms.push_back(comm);
+  Cached* c = cached_on(comm);
+  if (c != nullptr && c->ready.load(std::memory_order_acquire)) return c->comm;
+  if (c == nullptr) {
+    std::lock_guard<std::mutex> lock(g.comms_mutex);
+    c = cached_on(comm);  // (an erroneous program may get here from two threads at once)
+    if (c == nullptr) {
+      c = new Cached();
+      PMPI_Comm_set_attr(comm, g.keyval, c);
+      g.comms.push_back(comm);
+    }
+  }
+  std::call_once(c->created, [&] {
+    if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) c->comm = nullptr;
+    c->ready.store(true, std::memory_order_release);
+  });
   return c->comm;
+}
+
+// The order in which MPI_Finalize destroys what remains: by libcollx id (agreed by the members
+// of each communicator); those without a libcollx communicator need no other rank.
+uint32_t destroy_order(MPI_Comm comm) {
+  const Cached* c = cached_on(comm);
+  if (c == nullptr || c->comm == nullptr) return 0;
+  return 1u + reinterpret_cast<const collx::Comm*>(c->comm)->id();
 }
 
 Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
                 collx_op_t* o) {
   if (!g.enabled) return g.off_reason;
-  if (g.thread_multiple && comm != MPI_COMM_WORLD) return kThreadMultiple;
   int inter = 0;
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
     return kIntercomm;  // (a null communicator gets MPI's own error)
@@ -246,8 +263,11 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
 
 __attribute__((visibility("default"))) int MPI_Finalize(void) {
   if (g.enabled) {
-    // Destroy in creation order: the same relative order on every rank of each communicator.
-    while (!g.comms.empty()) PMPI_Comm_delete_attr(g.comms.front(), g.keyval);
+    std::vector<MPI_Comm> left = g.comms;
+    std::sort(left.begin(), left.end(), [](MPI_Comm a, MPI_Comm b) {
+      return destroy_order(a) < destroy_order(b);
+    });
+    for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, g.keyval);
     PMPI_Comm_free_keyval(&g.keyval);
     collx_finalize();
   }
