@@ -12,6 +12,12 @@
 //                                         between processes), then run the matrix, one on
 //                                         WORLD, the other on a dup, and free two of their
 //                                         dups; the other two are left to MPI_Finalize
+//   pmpi_conformance --late-free          only under the preload with COLLX_TIMEOUT=1, 2
+//                                         ranks: rank 1 frees a communicator 2.5 s after rank
+//                                         0, so rank 0's free of its libcollx communicator
+//                                         times out (reported; rank 1 finds rank 0's part
+//                                         already sent), while MPI's own is freed and the
+//                                         program goes on
 //   pmpi_conformance --libcollx-error     only under the preload with COLLX_CHECK=1: counts
 //                                         that differ by rank (an erroneous program, which
 //                                         libcollx's check catches) come back as MPI_ERR_OTHER
@@ -21,6 +27,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -186,6 +193,41 @@ void passthrough(MPI_Comm comm) {
          "MPI_LAND");
 }
 
+// MPI_Comm_free of one communicator in one thread while another thread reduces on another,
+// in an order that differs by rank (legal: MPI_Comm_free need not synchronise). Rank 0 frees
+// X at once and reduces on Y 100 ms later from a second thread; the other ranks reduce on Y
+// first and free X afterwards. Freeing X's libcollx communicator waits for every member, so
+// it must not hold anything rank 0's reducing thread needs (such as MPICH's global lock).
+void free_while_reducing() {
+  MPI_Comm x, y;
+  MPI_Comm_dup(MPI_COMM_WORLD, &x);
+  MPI_Comm_dup(MPI_COMM_WORLD, &y);
+  few(x, 7);  // both communicators exist in libcollx from here
+  few(y, 8);
+  if (g_rank == 0) {
+    std::thread reducer([&y] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      few(y, 9);
+    });
+    MPI_Comm_free(&x);
+    reducer.join();
+  } else {
+    few(y, 9);
+    MPI_Comm_free(&x);
+  }
+  MPI_Comm_free(&y);
+}
+
+void late_free() {
+  MPI_Comm x;
+  MPI_Comm_dup(MPI_COMM_WORLD, &x);
+  few(x, 3);
+  if (g_rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  MPI_Comm_free(&x);
+  expect(x == MPI_COMM_NULL, "MPI_Comm_free after a failed libcollx free");
+  few(MPI_COMM_WORLD, 4);  // the rest goes on working
+}
+
 // libcollx's own errors reach the program as MPI's would: through the communicator's error
 // handler. A count that differs by rank is the one error every rank sees at once.
 void libcollx_error() {
@@ -245,8 +287,11 @@ int main(int argc, char** argv) {
       other.join();
       few(dups[0], 0);  // the two left still work; MPI_Finalize destroys them
       few(dups[1], 1);
+      free_while_reducing();
     }
     passthrough(MPI_COMM_WORLD);
+  } else if (mode == "--late-free") {
+    late_free();
   } else if (mode == "--libcollx-error") {
     libcollx_error();
   } else {

@@ -6,7 +6,8 @@
 # "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
 # COLLX_* variable: then no statistics, since the settings could not be read). Of the served
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
-# no call may have passed through because libcollx could not create or use a communicator.
+# no call may have passed through because libcollx could not create or use a communicator,
+# and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -18,6 +19,7 @@ served=$(sed -n 's/.*MPI_Allreduce calls (all ranks): \([0-9]*\) served.*/\1/p' 
 failed=$(sed -n 's/.* \([0-9]*\) of the served calls failed.*/\1/p' "$log")
 failed=${failed:-0}
 unusable=$(sed -n 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p' "$log")
+unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
@@ -35,6 +37,10 @@ case "${EXPECT_SERVED:-some}" in
   none) [ "$served" -eq 0 ] || { echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
+if [ "$unfreed" -ne "${EXPECT_UNFREED:-0}" ]; then
+  echo "$unfreed libcollx communicators failed to be freed; expected ${EXPECT_UNFREED:-0}" >&2
+  exit 1
+fi
 if [ -n "$unusable" ]; then
   echo "$unusable calls passed through because a communicator was unusable" >&2
   exit 1

@@ -56,6 +56,7 @@ struct State {
   // Atomic: under MPI_THREAD_MULTIPLE calls come from several threads at once.
   std::atomic<long long> counts[kReasonCount] = {};
   std::atomic<long long> failed{0};  // served calls that returned an error (in counts[kServed])
+  std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
   std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
   std::vector<MPI_Comm> comms;       // those with a Cached attribute
 };
@@ -69,7 +70,13 @@ struct Cached {
 
 int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   auto* c = static_cast<Cached*>(value);
-  if (c->comm != nullptr) collx_comm_destroy(c->comm);  // collective, like MPI_Comm_free
+  // Collective, like MPI_Comm_free. A failure (a member gone, the deadline passed) is the
+  // libcollx communicator's alone: MPI's own is freed all the same, so it is only reported.
+  if (c->comm != nullptr && collx_comm_destroy(c->comm) != COLLX_SUCCESS) {
+    std::fprintf(stderr, "libcollx_mpi: freeing a libcollx communicator failed: %s\n",
+                 collx_last_error());
+    g.free_failed.fetch_add(1);
+  }
   delete c;
   std::lock_guard<std::mutex> lock(g.comms_mutex);
   g.comms.erase(std::find(g.comms.begin(), g.comms.end(), mpi_comm));
@@ -272,12 +279,13 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
     collx_finalize();
   }
   if (g.verbose) {
-    long long local[kReasonCount + 1] = {}, total[kReasonCount + 1] = {};
+    long long local[kReasonCount + 2] = {}, total[kReasonCount + 2] = {};
     for (int i = 0; i < kReasonCount; ++i) local[i] = g.counts[i].load();
     local[kReasonCount] = g.failed.load();
+    local[kReasonCount + 1] = g.free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Reduce(local, total, kReasonCount + 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(local, total, kReasonCount + 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       long long passed = 0;
       for (int i = 1; i < kReasonCount; ++i) passed += total[i];
@@ -289,6 +297,10 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
       }
       for (int i = 1; i < kReasonCount; ++i) {
         if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
+      }
+      if (total[kReasonCount + 1] > 0) {
+        std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
+                     total[kReasonCount + 1]);
       }
     }
   }
