@@ -8,6 +8,7 @@
 #include <barrier>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -66,8 +67,14 @@ int board_allgather(const void* send, void* recv, size_t bytes, void* ctx) {
 // Creates `n` communicators of p ranks each, whose ranks are threads, all n * p creations at
 // once; returns comms[k][rank]. With `gate` (for n * p threads), every rank's first
 // allgather waits until all have made their first id proposal.
-std::vector<std::vector<collx_comm_t>> make_thread_comms(int n, int p,
-                                                         std::barrier<>* gate = nullptr) {
+// `errors`, if given, receives each rank's status and collx_last_error() (failures allowed).
+struct Outcome {
+  collx_status_t status = COLLX_SUCCESS;
+  std::string message;
+};
+std::vector<std::vector<collx_comm_t>> make_thread_comms(
+    int n, int p, std::barrier<>* gate = nullptr,
+    std::vector<std::vector<Outcome>>* outcomes = nullptr) {
   std::vector<std::unique_ptr<Board>> boards;
   std::vector<std::vector<collx_comm_t>> comms(n, std::vector<collx_comm_t>(p, nullptr));
   std::vector<Member> members(static_cast<size_t>(n * p));
@@ -81,7 +88,11 @@ std::vector<std::vector<collx_comm_t>> make_thread_comms(int n, int p,
       threads.emplace_back([&, k, r] {
         collx_comm_params_t params{r, p, board_allgather, &members[k * p + r]};
         const collx_status_t st = collx_comm_create(&params, &comms[k][r]);
-        TCHECK(st == COLLX_SUCCESS);
+        if (outcomes != nullptr) {
+          (*outcomes)[k][r] = Outcome{st, st == COLLX_SUCCESS ? "" : collx_last_error()};
+        } else {
+          TCHECK(st == COLLX_SUCCESS);
+        }
       });
     }
   }
@@ -223,6 +234,40 @@ TEST_CASE("communicators created at once from different threads get distinct ids
     CHECK(process_ids.reserve(id, 12345));
     process_ids.release(id, 12345);
   }
+}
+
+TEST_CASE("creations that still collide at the deadline fail together, holding no id",
+          "[threads]") {
+  Init init;
+  constexpr int kComms = 3, kRanks = 2;
+  setenv("COLLX_TIMEOUT", "1e-9", 1);  // out of time at the first collision
+  std::barrier<> gate(kComms * kRanks);
+  std::vector<std::vector<Outcome>> outcomes(kComms, std::vector<Outcome>(kRanks));
+  std::vector<std::vector<collx_comm_t>> comms =
+      make_thread_comms(kComms, kRanks, &gate, &outcomes);
+  unsetenv("COLLX_TIMEOUT");
+  int out_of_ids = 0;
+  for (int k = 0; k < kComms; ++k) {
+    // The ranks of a creation decide together: the same status on both.
+    CHECK(outcomes[k][0].status == outcomes[k][1].status);
+    const bool no_id =
+        outcomes[k][0].message.find("no communicator id free in every member's process") !=
+        std::string::npos;
+    if (no_id) {
+      ++out_of_ids;
+      CHECK(outcomes[k][0].status == COLLX_ERR_TIMEOUT);
+      CHECK(outcomes[k][1].message.find("no communicator id free") != std::string::npos);
+    }
+    // The one that reserved the id first may still time out later, in its wireup; if it was
+    // created, destroying it may time out too (it is freed all the same).
+    if (outcomes[k][0].status == COLLX_SUCCESS) {
+      std::thread other([&] { collx_comm_destroy(comms[k][1]); });
+      collx_comm_destroy(comms[k][0]);
+      other.join();
+    }
+  }
+  CHECK(out_of_ids >= kComms - 1);
+  CHECK(collx::Context::get()->ids.propose(0) == 0);  // every id the creations tried is free
 }
 
 TEST_CASE("a request may be completed by another thread than the one that posted it",

@@ -63,12 +63,15 @@ Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* al
   return Status();
 }
 
-bool every_rank_has(const uint8_t* blob, int size, uint32_t max_len, uint8_t flag) {
+void combine_flags(const uint8_t* blob, int size, uint32_t max_len, uint8_t* all_of,
+                   uint8_t* any_of) {
   const size_t slot = size_t{max_len} + kSlotHeader;
+  *all_of = 0xff;
+  *any_of = 0;
   for (int i = 0; i < size; ++i) {
-    if ((blob[static_cast<size_t>(i) * slot] & flag) == 0) return false;
+    *all_of &= blob[static_cast<size_t>(i) * slot];
+    *any_of |= blob[static_cast<size_t>(i) * slot];
   }
-  return true;
 }
 
 }  // namespace collx

@@ -39,16 +39,19 @@ struct BootAgreement {
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
 
 // Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA
-// works towards every peer on the node; bit 1: the rank reserved the agreed id), the
-// shared-memory segment name (rank 0's is used, checked by ShmSegment::attach), then the UCX
-// address padded to max_len.
+// works towards every peer on the node; bit 1: the rank reserved the agreed id; bit 2: the
+// rank's deadline for agreeing on an id has passed), the shared-memory segment name (rank 0's
+// is used, checked by ShmSegment::attach), then the UCX address padded to max_len.
 constexpr uint8_t kFlagCma = 1;
 constexpr uint8_t kFlagIdReserved = 2;
+constexpr uint8_t kFlagOutOfTime = 4;
 constexpr size_t kShmNameBytes = 48;
 constexpr size_t kSlotHeader = 1 + kShmNameBytes;
 Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
                     uint32_t max_len, std::vector<PeerInfo>* out);
-// Whether every rank's slot in a decoded round-2 blob has `flag` set.
-bool every_rank_has(const uint8_t* blob, int size, uint32_t max_len, uint8_t flag);
+// The flags bytes of every rank's slot in a round-2 blob, combined: those set on all ranks
+// (`all_of`) and those set on any (`any_of`).
+void combine_flags(const uint8_t* blob, int size, uint32_t max_len, uint8_t* all_of,
+                   uint8_t* any_of);
 
 }  // namespace collx

@@ -106,18 +106,21 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
 
     slot.assign(size_t{agreed.max_addr_len} + kSlotHeader, 0);
     slots.assign(slot.size() * static_cast<size_t>(p.size), 0);
-    slot[0] = static_cast<uint8_t>((cma_ok ? kFlagCma : 0) | (reserved ? kFlagIdReserved : 0));
+    const bool out_of_time = std::chrono::steady_clock::now() > deadline;
+    slot[0] = static_cast<uint8_t>((cma_ok ? kFlagCma : 0) | (reserved ? kFlagIdReserved : 0) |
+                                   (out_of_time ? kFlagOutOfTime : 0));
     if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
     std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
     Status st = oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
-    if (st.ok() && every_rank_has(slots.data(), p.size, agreed.max_addr_len, kFlagIdReserved)) {
-      break;
-    }
+    uint8_t all_of = 0, any_of = 0;
+    if (st.ok()) combine_flags(slots.data(), p.size, agreed.max_addr_len, &all_of, &any_of);
+    if (all_of & kFlagIdReserved) break;
     // A concurrent creation in some member's process holds the id: try above it, after a
     // pause that differs by creation and attempt (so that two creations stop colliding).
+    // Every rank sees the same flags, so all retry or all give up together.
     if (reserved) ctx->ids.release(agreed.comm_id, agreed.owner);
     COLLX_TRY(st);
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (any_of & kFlagOutOfTime) {
       return error(COLLX_ERR_TIMEOUT,
                    "rank %d: no communicator id free in every member's process after %d "
                    "attempts in %g s (COLLX_TIMEOUT)",
