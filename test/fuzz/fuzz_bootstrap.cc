@@ -1,7 +1,8 @@
 // libFuzzer target: the bootstrap data a rank receives from its peers at communicator
 // creation. The input's first byte picks the receiving rank and the communicator size; the
 // rest is the peers' headers and address slots. Decoding must reject or accept without reading
-// or writing out of bounds, and an accepted agreement must be within the documented limits.
+// or writing out of bounds, and an accepted agreement must be within the documented limits and
+// the same for every receiving rank.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   collx::BootAgreement agreed;
   if (!collx::decode_boot_headers(headers.data(), rank, ranks, &agreed).ok()) return 0;
   if (agreed.max_addr_len == 0 || agreed.max_addr_len > collx::kMaxAddress) std::abort();
+  // Every member decodes the same headers to the same agreement, whatever its rank.
+  collx::BootAgreement other;
+  if (!collx::decode_boot_headers(headers.data(), (rank + 1) % ranks, ranks, &other).ok() ||
+      other.comm_id != agreed.comm_id || other.owner != agreed.owner ||
+      other.max_addr_len != agreed.max_addr_len) {
+    std::abort();
+  }
   for (const collx::BootHeader& h : headers) {
     if (h.addr_len > agreed.max_addr_len || h.comm_id > agreed.comm_id) std::abort();
   }
@@ -43,6 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (peers[i].shm_name.size() >= collx::kShmNameBytes + 1) std::abort();
     if (peers[i].pid != headers[i].pid || peers[i].node != headers[i].node) std::abort();
   }
+  uint8_t all_of = 0, any_of = 0;
+  collx::combine_flags(blob.data(), ranks, agreed.max_addr_len, &all_of, &any_of);
+  if ((all_of & ~any_of) != 0) std::abort();
   // A peer's segment name is only ever used after this check.
   for (const collx::PeerInfo& p : peers) (void)collx::ShmSegment::valid_name(p.shm_name);
   return 0;
