@@ -5,14 +5,31 @@
 
 namespace collx {
 
+namespace {
+
+std::string vformat(const char* fmt, va_list ap) {
+  char buf[512];
+  const int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  if (n < 0) return fmt;
+  return std::string(buf, static_cast<size_t>(n) < sizeof buf ? n : sizeof buf - 1);
+}
+
+}  // namespace
+
 std::string format(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char buf[512];
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string s = vformat(fmt, ap);
   va_end(ap);
-  if (n < 0) return fmt;
-  return std::string(buf, static_cast<size_t>(n) < sizeof buf ? n : sizeof buf - 1);
+  return s;
+}
+
+Status error(collx_status_t code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Status st(code, vformat(fmt, ap));
+  va_end(ap);
+  return st;
 }
 
 namespace {

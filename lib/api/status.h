@@ -22,13 +22,10 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// printf-style message builder for the error path only.
+// printf-style message builders for the error path only; the compiler checks the arguments
+// against the format. Messages are cut at 511 bytes.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
-template <typename... Args>
-Status error(collx_status_t code, const char* fmt, Args... args) {
-  return Status(code, format(fmt, args...));
-}
+Status error(collx_status_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Sets the calling thread's collx_last_error() text and returns the code.
 collx_status_t report(const Status& s);
