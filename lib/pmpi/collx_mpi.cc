@@ -79,7 +79,8 @@ int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   }
   delete c;
   std::lock_guard<std::mutex> lock(g.comms_mutex);
-  g.comms.erase(std::find(g.comms.begin(), g.comms.end(), mpi_comm));
+  const auto it = std::find(g.comms.begin(), g.comms.end(), mpi_comm);
+  if (it != g.comms.end()) g.comms.erase(it);
   return MPI_SUCCESS;
 }
 
