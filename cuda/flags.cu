@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cuda/pack.h"
 #include "reduce/dtype.h"
 #include "reduce/half.h"
 #include "reduce/ops.h"
@@ -15,11 +16,6 @@ namespace collx::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <typename T, int V>
-struct alignas(16) Pack {
-  T e[V];
-};
 
 // Release and acquire at GPU scope (every rank on this GPU) or system scope.
 __device__ inline void store_release(uint64_t* p, uint64_t v, bool one_gpu) {

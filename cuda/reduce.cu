@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cuda/pack.h"
 #include "reduce/dtype.h"
 #include "reduce/half.h"
 #include "reduce/ops.h"
@@ -23,11 +24,6 @@ constexpr size_t kMaxBlocks = 4096;
 struct Inputs {
   const void* p[kMaxInputs];
   int n;
-};
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T e[V];
 };
 
 // Each thread handles kUnroll packs per round, kThreads apart (so that a warp's accesses stay
