@@ -27,6 +27,7 @@ struct Options {
   int iters = 1000, warmup = 100;           // sizes up to 8 KiB
   int iters_large = 100, warmup_large = 10;  // larger sizes
   int rounds = 5;
+  size_t offset = 0;  // bytes past a page boundary where both buffers start
   bool full = false, validate = false, compare = false, compare_pmpi = false;
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
@@ -64,7 +65,9 @@ void usage(const char* prog) {
                "         (default: the selection table)\n"
                "  --compare-pmpi: also time PMPI_Allreduce (the MPI library itself, never\n"
                "         intercepted); run under LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then\n"
-               "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n",
+               "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n"
+               "  --offset B: both buffers start B bytes past a page boundary (default 0; malloc's\n"
+               "         large blocks start 16 bytes past one)\n",
                prog);
 }
 
@@ -101,6 +104,8 @@ bool parse(int argc, char** argv, Options* o) {
       if (!parse_op(argv[++i], &o->op)) return false;
     } else if (a == "--algo" && has) {
       o->algo = argv[++i];
+    } else if (a == "--offset" && has) {
+      o->offset = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--compare-mpi") {
       o->compare = true;
     } else if (a == "--compare-pmpi") {
@@ -110,7 +115,7 @@ bool parse(int argc, char** argv, Options* o) {
     }
   }
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
-         o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0;
+         o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096;
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -183,14 +188,25 @@ int main(int argc, char** argv) {
   if (st != COLLX_SUCCESS) return fail("collx_comm_create", st);
 
   const size_t es = collx_dtype_size(o.dtype);
+  if (o.offset % es != 0) {
+    if (rank == 0) {
+      std::fprintf(stderr, "collx_osu: --offset %zu is not a multiple of the %s size (%zu)\n",
+                   o.offset, collx_dtype_name(o.dtype), es);
+    }
+    MPI_Finalize();
+    return 2;
+  }
   const MPI_Datatype mdt = mpi_dtype(o.dtype);
   const bool compare = o.compare && mdt != MPI_DATATYPE_NULL;
   if (o.compare && !compare && rank == 0) {
     std::printf("# MPI has no %s: --compare-mpi ignored\n", collx_dtype_name(o.dtype));
   }
   const size_t max_bytes = std::max(o.max_size, es);
-  auto* send = static_cast<uint8_t*>(std::aligned_alloc(4096, (max_bytes + 4095) & ~size_t{4095}));
-  auto* recv = static_cast<uint8_t*>(std::aligned_alloc(4096, (max_bytes + 4095) & ~size_t{4095}));
+  const size_t alloc_bytes = (o.offset + max_bytes + 4095) & ~size_t{4095};
+  auto* send_block = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
+  auto* recv_block = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
+  uint8_t* send = send_block + o.offset;
+  uint8_t* recv = recv_block + o.offset;
   std::vector<uint8_t> expected(max_bytes);
   std::memset(recv, 0, max_bytes);
 
@@ -199,6 +215,7 @@ int main(int argc, char** argv) {
     std::printf("# %d ranks, %s %s, median of %d rounds%s\n", p, collx_dtype_name(o.dtype),
                 collx_op_name(o.op), o.rounds,
                 compare ? ", MPI_Allreduce interleaved on the same buffers" : "");
+    if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
     if (o.full) std::printf(" %16s %16s %10s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     std::printf(" %12s", "BusBW(GB/s)");
@@ -301,8 +318,8 @@ int main(int argc, char** argv) {
   if (st != COLLX_SUCCESS) return fail("collx_comm_destroy", st);
   st = collx_finalize();
   if (st != COLLX_SUCCESS) return fail("collx_finalize", st);
-  std::free(send);
-  std::free(recv);
+  std::free(send_block);
+  std::free(recv_block);
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;

@@ -1,7 +1,8 @@
 // Reduction kernel throughput per dtype x op, against a plain memcpy of the same buffers.
 // Bytes counted are all the bytes moved: y op= x reads y and x and writes y (3n); memcpy reads
 // and writes (2n). "y op= x" for float32 sum should reach memcpy's bandwidth (both are
-// memory-bound beyond the caches).
+// memory-bound beyond the caches). copy/memcpy and copy/copy_cached: 2n bytes per copy with the
+// destination `distance` bytes past the source modulo a page (copy_cached's reason to exist).
 //   reduce_bench [--benchmark_filter=float32]
 #include <benchmark/benchmark.h>
 
@@ -39,6 +40,20 @@ void bm_memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * bytes);
 }
 
+// range(0) bytes, range(1) the distance: y starts that far past a page boundary, x at one.
+void bm_copy(benchmark::State& state, void (*copy)(void*, const void*, size_t)) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  const auto distance = static_cast<size_t>(state.range(1));
+  Buffers b(bytes + distance);
+  for (auto _ : state) {
+    copy(b.y + distance, b.x, bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * bytes);
+}
+
+void libc_memcpy(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+
 void bm_reduce(benchmark::State& state, collx_dtype_t dtype, collx_op_t op) {
   collx::Reducer red;
   if (!collx::make_reducer(dtype, op, &red).ok()) {
@@ -61,6 +76,12 @@ const int64_t kSizes[] = {256 << 10, 64 << 20};
 
 int register_all() {
   for (int64_t s : kSizes) benchmark::RegisterBenchmark("memcpy", bm_memcpy)->Arg(s);
+  for (int64_t s : {16 << 10, 256 << 10}) {
+    for (int64_t d : {0, 16, 2048}) {
+      benchmark::RegisterBenchmark("copy/memcpy", bm_copy, libc_memcpy)->Args({s, d});
+      benchmark::RegisterBenchmark("copy/copy_cached", bm_copy, collx::copy_cached)->Args({s, d});
+    }
+  }
   for (collx_dtype_t d : collx::test::all_dtypes()) {
     for (collx_op_t op : collx::test::all_ops()) {
       if (!collx::test::op_valid(d, op) || op == COLLX_AVG) continue;

@@ -55,7 +55,7 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
     }
     cur = a.recv;  // the kept range now lives in recv; later steps only touch subranges of it
   }
-  if (steps == 0 && cur != a.recv) std::memcpy(a.recv, cur, bytes);
+  if (steps == 0 && cur != a.recv) copy_cached(a.recv, cur, bytes);
   COLLX_TRY(t.wait_all());  // the allgather overwrites ranges the sends above read
 
   // Allgather: exchange ever larger ranges of finished blocks, straight into recv.

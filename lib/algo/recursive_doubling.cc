@@ -45,7 +45,7 @@ Status allreduce_recursive_doubling(const AllreduceArgs& a) {
     }
     cur = a.recv;
   }
-  if (cur != a.recv) std::memcpy(a.recv, cur, bytes);  // only when no step ran
+  if (cur != a.recv) copy_cached(a.recv, cur, bytes);  // only when no step ran
   if (f.partner >= 0) {
     COLLX_TRY(t.isend(f.partner, unfold_step, a.recv, bytes));
     COLLX_TRY(t.wait_all());

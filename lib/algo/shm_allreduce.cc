@@ -60,7 +60,6 @@ void reduce_in_rank_order(const AllreduceArgs& a, uint8_t* out, In input, size_t
 }
 
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
-void copy_cached(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 // Copies elements [0, n) but those of `skip` from src to dst.
 void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t elem,
@@ -151,7 +150,7 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
             return static_cast<size_t>(q) == r ? a.send + off * elem + at : ch.slot(e, q) + at;
           };
           reduce_in_rank_order(a, into, input, mine.len);
-          if (into != out) std::memcpy(out, into, mine.len * elem);
+          if (into != out) copy_cached(out, into, mine.len * elem);
           copy_streaming(ch.result(e) + at, into, mine.len * elem);
         }
         shm_publish(ch, &ShmRankFlags::reduced, e);

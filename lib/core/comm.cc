@@ -173,7 +173,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   const size_t bytes = op.count * op.red.elem_size;
   ran_ = selection_.pick(bytes);
   if (p == 1) {
-    if (send != recv && bytes != 0) std::memcpy(recv, send, bytes);
+    if (send != recv && bytes != 0) copy_cached(recv, send, bytes);
     return Status();
   }
   if (op.count == 0 && !check) return Status();
