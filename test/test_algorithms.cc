@@ -112,23 +112,31 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
   }
 }
 
+// shm_two_shot also with each kind of store forced (COLLX_SHM_STORES; the default, auto,
+// switches between them as it measures).
 TEST_CASE("shared memory with the smallest chunk: messages far larger than the segment") {
+  Config streaming = config_for("shm_two_shot", 4096), cached = streaming;
+  streaming.shm_stores = "streaming";
+  cached.shm_stores = "cached";
   for (int p : {2, 3, 8}) {
     std::vector<Config> configs = {config_for("shm_one_shot", 4096),
-                                   config_for("shm_two_shot", 4096),
+                                   config_for("shm_two_shot", 4096), streaming, cached,
                                    config_for("shm_cma", 4096)};
     run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
       for (size_t count : {1ul, 1023ul, 1024ul, 1025ul, 100003ul}) {
         std::vector<double> in(count), out(count), exp(count);
-        fill_input(COLLX_FLOAT64, COLLX_SUM, rank, count, in.data());
         fill_expected(COLLX_FLOAT64, COLLX_SUM, p, count, exp.data());
         Reducer red;
         TCHECK(make_reducer(COLLX_FLOAT64, COLLX_SUM, &red).ok());
         for (Comm* c : comms) {
-          std::fill(out.begin(), out.end(), -1.0);
-          const Status st = c->allreduce(AllreduceOp{in.data(), out.data(), count, red});
-          TCHECK(st.ok());
-          TCHECK(std::memcmp(out.data(), exp.data(), count * 8) == 0);
+          for (bool in_place : {false, true}) {
+            std::fill(out.begin(), out.end(), -1.0);
+            fill_input(COLLX_FLOAT64, COLLX_SUM, rank, count, in_place ? out.data() : in.data());
+            const Status st = c->allreduce(
+                AllreduceOp{in_place ? out.data() : in.data(), out.data(), count, red});
+            TCHECK(st.ok());
+            TCHECK(std::memcmp(out.data(), exp.data(), count * 8) == 0);
+          }
         }
       }
     });

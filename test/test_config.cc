@@ -42,7 +42,12 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.cuda_two_shot == 2 << 20);
   CHECK(c.cuda_ipc_min == 16 << 10);
   CHECK(c.cuda_ipc_min_timesliced == 2 << 20);
+  CHECK(c.shm_stores == "auto");
 
+  REQUIRE(load({"COLLX_SHM_STORES=cached"}, &c).ok());
+  CHECK(c.shm_stores == "cached");
+  REQUIRE(load({"COLLX_SHM_STORES=streaming"}, &c).ok());
+  CHECK(c.shm_stores == "streaming");
   REQUIRE(load({"COLLX_TIMEOUT=2.5", "COLLX_RING_SEGMENT=1M", "COLLX_SPIN=0"}, &c).ok());
   CHECK(c.timeout_s == 2.5);
   CHECK(c.ring_segment == 1 << 20);
@@ -56,7 +61,8 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(s.message().find("COLLX_TIMEOUTT") != std::string::npos);
   for (const char* bad : {"COLLX_TIMEOUT=abc", "COLLX_TIMEOUT=-1", "COLLX_TIMEOUT=0",
                           "COLLX_TIMEOUT=inf", "COLLX_TIMEOUT=1e8", "COLLX_TIMEOUT=nan", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
-                          "COLLX_SPIN=-3", "COLLX_CUDA_IPC_MIN=-1", "COLLX_CUDA_IPC_MIN_TIMESLICED=2Q"}) {
+                          "COLLX_SPIN=-3", "COLLX_CUDA_IPC_MIN=-1", "COLLX_CUDA_IPC_MIN_TIMESLICED=2Q",
+                          "COLLX_SHM_STORES=", "COLLX_SHM_STORES=nt"}) {
     INFO(bad);
     s = load({bad}, &c);
     CHECK(s.code() == COLLX_ERR_CONFIG);

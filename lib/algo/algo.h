@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algo/store_choice.h"
 #include "api/status.h"
 #include "memory/ipc_cache.h"
 #include "reduce/reduce.h"
@@ -56,6 +57,7 @@ struct AllreduceArgs {
   Scratch& scratch;
   size_t segment_bytes;  // ring pipeline segment
   ShmChannel* shm = nullptr;  // shared memory of the ranks, when all share a node
+  StoreChoice* stores = nullptr;  // shm_two_shot's kind of stores; null: streaming
 };
 
 Status allreduce_recursive_doubling(const AllreduceArgs& a);

@@ -8,7 +8,8 @@
 //               own input and the other slots into the shared result and its own output;
 //               everyone copies the other slices of the result out. (p-1)/p of a copy in,
 //               (p-1)/p reductions and (p-1)/p of a copy out per element per rank; two
-//               synchronisations.
+//               synchronisations. What it writes for the others, it writes with streaming
+//               or ordinary stores, whichever this rank measured faster (algo/store_choice.h).
 //
 // A one-shot message of at most 56 bytes skips the slots: it travels in the line of the flag
 // that announces it (ShmInline), which halves the cache-line transfers a peer waits for.
@@ -124,6 +125,11 @@ Status allreduce_shm_one_shot(const AllreduceArgs& a) {
 Status allreduce_shm_two_shot(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
+  StoreChoice* choice = a.stores;
+  const bool measuring = choice != nullptr && choice->measuring();
+  const uint64_t start = measuring ? StoreChoice::ticks() : 0;
+  const CopyFn put =
+      choice == nullptr || choice->streaming(a.count * elem) ? copy_streaming : copy_cached;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
   struct Chunk {
     uint64_t epoch = 0;
@@ -135,7 +141,7 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
     return Status();
   };
   COLLX_TRY(for_each_chunk(
-      a, copy_streaming, [&](size_t n) { return block(n, p, r); },
+      a, put, [&](size_t n) { return block(n, p, r); },
       [&](size_t off, size_t n, uint64_t e) {
         const Range mine = block(n, p, r);
         if (mine.len > 0) {
@@ -151,14 +157,16 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
           };
           reduce_in_rank_order(a, into, input, mine.len);
           if (into != out) copy_cached(out, into, mine.len * elem);
-          copy_streaming(ch.result(e) + at, into, mine.len * elem);
+          put(ch.result(e) + at, into, mine.len * elem);
         }
         shm_publish(ch, &ShmRankFlags::reduced, e);
         if (last.epoch != 0) COLLX_TRY(copy_out_others(last));
         last = {e, off, n};
         return Status();
       }));
-  return copy_out_others(last);
+  COLLX_TRY(copy_out_others(last));
+  if (measuring) choice->record(a.count * elem, StoreChoice::ticks() - start);
+  return Status();
 }
 
 Status allreduce_shm_cma(const AllreduceArgs& a) {

@@ -19,6 +19,9 @@ Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection
     : transport_(std::move(transport)),
       config_(config),
       selection_(std::move(selection)),
+      stores_(config.shm_stores == "streaming" ? ShmStores::kStreaming
+              : config.shm_stores == "cached"  ? ShmStores::kCached
+                                               : ShmStores::kAuto),
       pointers_(std::make_unique<PointerCache>(cuda_memory_query())),
       make_copier_(cuda_copier),
       make_ipc_(cuda_device_ipc) {
@@ -180,8 +183,8 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   transport_->begin_op(seq, config_.timeout_s, config_.spin);
   if (check) COLLX_TRY(agree(op, seq));
   if (op.count == 0) return transport_->end_op(Status());
-  const AllreduceArgs args{*transport_,          op.red,    send, recv, op.count, scratch_,
-                           config_.ring_segment, shm_.get()};
+  const AllreduceArgs args{*transport_, op.red,   send,       recv,     op.count,
+                           scratch_,    config_.ring_segment, shm_.get(), &stores_};
   Status st = transport_->end_op(run_allreduce(ran_, args));
   if (!st.ok()) {
     fail(st);

@@ -142,6 +142,7 @@ class Comm {
   Config config_;
   Selection selection_;
   Scratch scratch_;
+  StoreChoice stores_;  // shm_two_shot's kind of stores (COLLX_SHM_STORES)
   std::unique_ptr<PointerCache> pointers_;
   CopierFactory make_copier_;
   std::unique_ptr<DeviceCopier> copier_;  // for device copier_device_ (kept across calls)
