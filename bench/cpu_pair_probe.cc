@@ -81,7 +81,7 @@ struct CopyResult {
 constexpr auto kWindow = std::chrono::milliseconds(100);
 
 // Both buffers page-aligned: glibc's memcpy is many times slower on some CPUs where the
-// destination lies a few bytes past the source modulo a page (lib/reduce/reduce.h).
+// destination lies a few bytes past the source modulo a page (lib/memory/host_copy.h).
 struct Copier {
   struct Free {
     void operator()(char* p) const { std::free(p); }

@@ -2,16 +2,22 @@
 // Bytes counted are all the bytes moved: y op= x reads y and x and writes y (3n); memcpy reads
 // and writes (2n). "y op= x" for float32 sum should reach memcpy's bandwidth (both are
 // memory-bound beyond the caches). copy/memcpy and copy/copy_cached: 2n bytes per copy with the
-// destination `distance` bytes past the source modulo a page (copy_cached's reason to exist).
+// destination `distance` bytes past the source modulo a page (copy_cached's reason to exist);
+// copy/process_vm_readv and copy/peer_read the same for the kernel's copy between processes
+// (this process reading itself), raw and through peer_read's bounce buffer.
 //   reduce_bench [--benchmark_filter=float32]
 #include <benchmark/benchmark.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "common/pattern.h"
+#include "memory/host_copy.h"
 #include "reduce/reduce.h"
+#include "transport/peer_memory.h"
 
 namespace {
 
@@ -54,6 +60,15 @@ void bm_copy(benchmark::State& state, void (*copy)(void*, const void*, size_t)) 
 
 void libc_memcpy(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
 
+void kernel_copy(void* dst, const void* src, size_t n) {
+  iovec here{dst, n}, there{const_cast<void*>(src), n};
+  if (process_vm_readv(getpid(), &here, 1, &there, 1, 0) != static_cast<ssize_t>(n)) std::abort();
+}
+
+void peer_read_self(void* dst, const void* src, size_t n) {
+  if (!collx::peer_read(getpid(), reinterpret_cast<uint64_t>(src), dst, n).ok()) std::abort();
+}
+
 void bm_reduce(benchmark::State& state, collx_dtype_t dtype, collx_op_t op) {
   collx::Reducer red;
   if (!collx::make_reducer(dtype, op, &red).ok()) {
@@ -80,6 +95,8 @@ int register_all() {
     for (int64_t d : {0, 16, 2048}) {
       benchmark::RegisterBenchmark("copy/memcpy", bm_copy, libc_memcpy)->Args({s, d});
       benchmark::RegisterBenchmark("copy/copy_cached", bm_copy, collx::copy_cached)->Args({s, d});
+      benchmark::RegisterBenchmark("copy/process_vm_readv", bm_copy, kernel_copy)->Args({s, d});
+      benchmark::RegisterBenchmark("copy/peer_read", bm_copy, peer_read_self)->Args({s, d});
     }
   }
   for (collx_dtype_t d : collx::test::all_dtypes()) {

@@ -214,45 +214,6 @@ TEST_CASE("bfloat16 conversion is exact both ways and rounds to nearest even") {
   CHECK(std::isnan(to_float(to_bfloat16(std::bit_cast<float>(0x7f800001u)))));
 }
 
-TEST_CASE("copy_cached and copy_streaming copy exactly, at every distance modulo a page") {
-  // copy_cached takes its own loop for distances 1-63 modulo 4096 and memcpy elsewhere: both
-  // sides of that boundary, sizes around the loop's 64-byte step, any source alignment.
-  constexpr size_t kGuard = 64, kMax = 20000;
-  std::vector<uint8_t> src_area(kMax + 4096 + 2 * kGuard), dst_area(kMax + 2 * 4096 + 2 * kGuard);
-  const auto page_up = [](uint8_t* p) {
-    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095});
-  };
-  std::mt19937 rng(7);
-  std::vector<size_t> distances;
-  for (size_t d = 0; d <= 70; ++d) distances.push_back(d);
-  for (size_t d = 4030; d < 4096; ++d) distances.push_back(d);
-  distances.push_back(2048);
-  int wrong = 0, runs = 0;
-  for (auto copy : {copy_cached, copy_streaming}) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4113}, kMax}) {
-      for (size_t src_off : {size_t{0}, size_t{5}}) {
-        for (size_t d : distances) {
-          uint8_t* src = page_up(src_area.data()) + src_off;
-          uint8_t* dst = page_up(dst_area.data() + kGuard) + (src_off + d) % 4096;
-          for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(rng());
-          std::memset(dst - kGuard, 0xA5, n + 2 * kGuard);
-          copy(dst, src, n);
-          ++runs;
-          if (std::memcmp(dst, src, n) != 0) ++wrong;
-          for (size_t i = 0; i < kGuard; ++i) {
-            if (dst[-1 - static_cast<ptrdiff_t>(i)] != 0xA5 || dst[n + i] != 0xA5) {
-              ++wrong;
-              break;
-            }
-          }
-        }
-      }
-    }
-  }
-  CHECK(runs == 2 * 7 * 2 * 138);
-  CHECK(wrong == 0);
-}
-
 TEST_CASE("avg divides the sum by the number of ranks") {
   Reducer red;
   REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_AVG, &red).ok());

@@ -5,6 +5,7 @@
 // then copied, so every rank ends bitwise identical.
 #include "algo/algo.h"
 #include "algo/rank_math.h"
+#include "memory/host_copy.h"
 
 namespace collx {
 

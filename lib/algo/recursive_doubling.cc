@@ -6,6 +6,7 @@
 // the same expression tree and end bitwise identical.
 #include "algo/algo.h"
 #include "algo/rank_math.h"
+#include "memory/host_copy.h"
 
 namespace collx {
 

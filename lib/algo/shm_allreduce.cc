@@ -36,6 +36,7 @@
 
 #include "algo/algo.h"
 #include "algo/rank_math.h"
+#include "memory/host_copy.h"
 #include "algo/shm_sync.h"
 #include "transport/shm.h"
 

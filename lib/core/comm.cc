@@ -12,6 +12,7 @@
 
 #include "core/context.h"
 #include "memory/cuda_driver.h"
+#include "memory/host_copy.h"
 
 namespace collx {
 

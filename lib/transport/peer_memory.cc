@@ -2,19 +2,33 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <new>
+
+#include "memory/host_copy.h"
 
 namespace collx {
+namespace {
 
-Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes) {
-  if (pid == 0) {
-    std::memcpy(local, reinterpret_cast<const void*>(remote), bytes);
-    return Status();
-  }
+// The bounce buffer's size: a few dozen pages per read, and within L2 for the copy after it.
+constexpr size_t kBounce = 64 << 10;
+
+// Whether the kernel's copy from `remote` to `local` is slow: it copies with `rep movsb`, which
+// this AMD CPU runs at about 2.4 GB/s instead of 11 GB/s when the destination lies 1 to 31
+// bytes past the source modulo 4096, as glibc's memcpy does (docs/PERFORMANCE.md, "Copies at
+// an unlucky page offset").
+bool unlucky(uint64_t remote, const void* local) {
+  const uint64_t distance = (reinterpret_cast<uint64_t>(local) - remote) % 4096;
+  return distance != 0 && distance < 32;
+}
+
+Status read_all(int64_t pid, uint64_t remote, uint8_t* local, size_t bytes) {
   size_t done = 0;
   while (done < bytes) {
-    iovec here{static_cast<uint8_t*>(local) + done, bytes - done};
+    iovec here{local + done, bytes - done};
     iovec there{reinterpret_cast<void*>(remote + done), bytes - done};
     const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), &here, 1, &there, 1, 0);
     if (n <= 0) {
@@ -25,6 +39,30 @@ Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes) {
                    e == ESRCH ? "the process is gone" : strerror(e));
     }
     done += static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes) {
+  auto* to = static_cast<uint8_t*>(local);
+  if (pid == 0) {
+    copy_cached(to, reinterpret_cast<const void*>(remote), bytes);
+    return Status();
+  }
+  // One buffer per thread, kept for the thread's life (threads may read at the same time).
+  thread_local std::unique_ptr<uint8_t[]> area;
+  if (unlucky(remote, local) && !area) area.reset(new (std::nothrow) uint8_t[kBounce + 8192]);
+  if (!unlucky(remote, local) || !area) return read_all(pid, remote, to, bytes);
+  // Through the bounce buffer at the source's page offset: the kernel's copy at distance 0,
+  // then copy_cached at the unlucky distance, each much faster than the kernel's copy there.
+  const auto page = (reinterpret_cast<uintptr_t>(area.get()) + 4095) & ~uintptr_t{4095};
+  auto* bounce = reinterpret_cast<uint8_t*>(page + remote % 4096);
+  for (size_t done = 0; done < bytes; done += kBounce) {
+    const size_t n = std::min(kBounce, bytes - done);
+    COLLX_TRY(read_all(pid, remote + done, bounce, n));
+    copy_cached(to + done, bounce, n);
   }
   return Status();
 }

@@ -1,8 +1,9 @@
 // One copy from the memory of another process of the same node into this process's:
 // process_vm_readv (cross-memory attach), where the kernel copies between the two address
-// spaces directly, with no intermediate buffer. Partial transfers are
-// completed. pid 0 stands for this process itself (threads sharing one address space, as in
-// the unit tests): a memcpy.
+// spaces directly, with no intermediate buffer. Partial transfers are completed. Where the
+// kernel's copy would be slow (the destination 1 to 31 bytes past the source modulo a page),
+// the read goes through a per-thread bounce buffer instead. pid 0 stands for this process
+// itself (threads sharing one address space, as in the unit tests): a copy_cached.
 //
 // Errors: COLLX_ERR_PEER_FAILED when the process is gone, COLLX_ERR_TRANSPORT otherwise; the
 // message says what failed and why, the caller adds whose memory and in which step.
