@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -234,8 +235,15 @@ TEST_CASE("a rank that never arrives gives a timeout naming the peer and step") 
     std::vector<float> v(100, 1.f);
     Reducer red;
     TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &red).ok());
+    const auto start = std::chrono::steady_clock::now();
     const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), 100, red});
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     TCHECK(st.code() == COLLX_ERR_TIMEOUT);
+    // The deadline starts at the first wait that finds nothing for 1 ms: never early, and
+    // late by little more than that millisecond (the bound leaves room for a loaded machine).
+    TCHECK(waited >= 0.3);
+    TCHECK(waited < 2.3);
     TCHECK(st.message().find("rank 1") != std::string::npos);
     TCHECK(st.message().find("step") != std::string::npos);
     // The communicator is unusable afterwards, and says why.

@@ -13,7 +13,9 @@ namespace {
 
 const ConfigRow kRows[] = {
     {"COLLX_TIMEOUT", "seconds", "300",
-     "Deadline of every collective (at most 1e7 s); on expiry the call returns "
+     "Deadline of every collective (at most 1e7 s), counted from its first wait that finds "
+     "nothing for 1 ms (so a call that never waits that long reads no clock for it); on expiry "
+     "the call returns "
      "COLLX_ERR_TIMEOUT naming the peer and step it waited for. A peer that dies is reported "
      "sooner, as COLLX_ERR_PEER_FAILED."},
     {"COLLX_ALLREDUCE_ALGO", "name", "auto",

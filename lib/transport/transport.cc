@@ -8,8 +8,7 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   seq_ = seq;
   timeout_s_ = timeout_s;
   spin_ = std::chrono::microseconds(spin_us);
-  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(timeout_s));
+  deadline_ = Clock::time_point{};
   requests_.clear();
   first_pending_ = 0;
   step_base_ = 0;
@@ -35,6 +34,15 @@ Status Transport::describe(const Request& r, collx_status_t code, const char* wh
 
 void Transport::yield() { sched_yield(); }
 
+bool Transport::past_deadline() const {
+  const Clock::time_point now = Clock::now();
+  if (deadline_ == Clock::time_point{}) {
+    deadline_ = now + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(timeout_s_));
+  }
+  return now > deadline_;
+}
+
 Status Transport::check_wait(int peer, const char* what) const {
   std::string why;
   const int dead = dead_peer(peer, &why);
@@ -44,7 +52,7 @@ Status Transport::check_wait(int peer, const char* what) const {
                  "shared-memory step)",
                  rank_, dead, why.c_str(), peer, what, seq_);
   }
-  if (Clock::now() > deadline_) {
+  if (past_deadline()) {
     return error(COLLX_ERR_TIMEOUT,
                  "rank %d: timed out after %g s waiting for rank %d to %s (collective #%u, "
                  "shared-memory step)",
@@ -90,7 +98,7 @@ Status Transport::wait_request(Request& r) {
     progress();
     if (b.idle()) {
       COLLX_TRY(peer_failure(r));
-      if (Clock::now() > deadline_) {
+      if (past_deadline()) {
         return describe(r, COLLX_ERR_TIMEOUT,
                         format("timed out after %g s waiting for", timeout_s_).c_str());
       }

@@ -118,6 +118,10 @@ class Transport {
     bool yielding_ = false;
   };
   static void yield();
+  // Whether the operation has run out of time. Its deadline is set by the first call, made
+  // once a wait has found nothing for kCheckEvery: an operation whose waits all end sooner
+  // reads no clock for it.
+  bool past_deadline() const;
   // Called by begin_op: nothing of the previous operation is in flight any more.
   virtual void reset_op() {}
 
@@ -130,7 +134,7 @@ class Transport {
   int rank_;
   int size_;
   uint32_t seq_ = 0;
-  Clock::time_point deadline_{};
+  mutable Clock::time_point deadline_{};  // set by the first past_deadline() of an operation
   double timeout_s_ = 0;
   Clock::duration spin_{};
   uint32_t step_base_ = 0;
