@@ -36,8 +36,8 @@
 
 #include "algo/algo.h"
 #include "algo/rank_math.h"
-#include "memory/host_copy.h"
 #include "algo/shm_sync.h"
+#include "memory/host_copy.h"
 #include "transport/shm.h"
 
 namespace collx {
