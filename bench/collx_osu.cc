@@ -7,12 +7,19 @@
 // MPI_Allreduce; each rank takes the median round, and the table shows the average over ranks
 // (as OSU does), min/max over ranks with -f, bus bandwidth algbw*2(p-1)/p, MPI's latency and
 // the ratio collx/MPI (below 1: libcollx is faster).
+//
+// --nonblocking times collx_iallreduce + collx_wait (and MPI_Iallreduce + MPI_Wait) instead,
+// then, as OSU's osu_iallreduce does, the same with a computation of the pure latency's length
+// between post and wait: overlap = 100 * (1 - (total - compute) / pure), clamped to 0 - 100,
+// where `compute` is the time the computation took. --compute sleep: the computation sleeps
+// instead of keeping its core busy (a thread that waits for its GPU, say).
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -29,6 +36,8 @@ struct Options {
   int rounds = 5;
   size_t offset = 0;  // bytes past a page boundary where both buffers start
   bool full = false, validate = false, compare = false, compare_pmpi = false;
+  bool nonblocking = false;
+  bool sleep_compute = false;  // --compute sleep
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -58,6 +67,7 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
+               "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -67,7 +77,9 @@ void usage(const char* prog) {
                "         intercepted); run under LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then\n"
                "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n"
                "  --offset B: both buffers start B bytes past a page boundary (default 0; malloc's\n"
-               "         large blocks start 16 bytes past one)\n",
+               "         large blocks start 16 bytes past one)\n"
+               "  --nonblocking: time iallreduce + wait, and their overlap with computation\n"
+               "  --compute sleep: that computation sleeps instead of keeping its core busy\n",
                prog);
 }
 
@@ -110,12 +122,19 @@ bool parse(int argc, char** argv, Options* o) {
       o->compare = true;
     } else if (a == "--compare-pmpi") {
       o->compare = o->compare_pmpi = true;
+    } else if (a == "--nonblocking") {
+      o->nonblocking = true;
+    } else if (a == "--compute" && has) {
+      const std::string v = argv[++i];
+      if (v != "busy" && v != "sleep") return false;
+      o->sleep_compute = v == "sleep";
     } else {
       return false;
     }
   }
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
-         o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096;
+         o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
+         !(o->nonblocking && o->compare_pmpi);
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -151,6 +170,26 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Busy (OSU's dummy computation), or asleep, for `us` microseconds without calling MPI or
+// libcollx. Returns the time it took, in microseconds.
+double compute(double us, bool sleep) {
+  const double start = MPI_Wtime(), end = start + us * 1e-6;
+  if (sleep) {
+    const auto ns = static_cast<long>(us * 1e3);
+    timespec ts{ns / 1000000000, ns % 1000000000};
+    nanosleep(&ts, nullptr);
+  }
+  while (MPI_Wtime() < end) {
+  }
+  return (MPI_Wtime() - start) * 1e6;
+}
+
+// OSU's overlap: the share of the pure communication time hidden behind the computation.
+double overlap_percent(double total, double compute_us, double pure) {
+  if (pure <= 0) return 0;
+  return std::clamp(100.0 * (1.0 - (total - compute_us) / pure), 0.0, 100.0);
 }
 
 int fail(const char* what, collx_status_t st) {
@@ -214,13 +253,21 @@ int main(int argc, char** argv) {
     std::printf("# libcollx %s allreduce latency test (OSU style)\n", collx_version_string());
     std::printf("# %d ranks, %s %s, median of %d rounds%s\n", p, collx_dtype_name(o.dtype),
                 collx_op_name(o.op), o.rounds,
-                compare ? ", MPI_Allreduce interleaved on the same buffers" : "");
+                !compare         ? ""
+                : o.nonblocking ? ", MPI_Iallreduce interleaved on the same buffers"
+                                 : ", MPI_Allreduce interleaved on the same buffers");
+    if (o.nonblocking) {
+      std::printf("# non-blocking: latency of iallreduce + wait; overlap with a computation as "
+                  "long (OSU's osu_iallreduce)\n");
+    }
     if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
     if (o.full) std::printf(" %16s %16s %10s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     std::printf(" %12s", "BusBW(GB/s)");
     if (compare) std::printf(" %14s %10s", "MPI Avg(us)", "collx/MPI");
     if (o.compare_pmpi) std::printf(" %14s %10s", "PMPI Avg(us)", "MPI/PMPI");
+    if (o.nonblocking) std::printf(" %11s", "Overlap(%)");
+    if (o.nonblocking && compare) std::printf(" %15s", "MPI Overlap(%)");
     std::printf("  %-20s", "Algorithm");
     if (o.validate) std::printf(" %10s", "Validation");
     std::printf("\n");
@@ -244,16 +291,39 @@ int main(int argc, char** argv) {
       if (std::memcmp(recv, expected.data(), bytes) != 0) valid = false;
     };
 
-    auto run_collx = [&](int n) {
+    // Blocking, or (--nonblocking) post, compute for `busy` µs, wait. Returns the computation's
+    // time in µs.
+    auto run_collx = [&](int n, double busy = 0) {
+      double computed = 0;
       for (int i = 0; i < n; ++i) {
-        st = collx_allreduce(send, recv, count, o.dtype, o.op, comm);
-        if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
+        if (!o.nonblocking) {
+          st = collx_allreduce(send, recv, count, o.dtype, o.op, comm);
+          if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
+          continue;
+        }
+        collx_request_t req = nullptr;
+        st = collx_iallreduce(send, recv, count, o.dtype, o.op, comm, &req);
+        if (st != COLLX_SUCCESS) fail("collx_iallreduce", st);
+        if (busy > 0) computed += compute(busy, o.sleep_compute);
+        st = collx_wait(&req);
+        if (st != COLLX_SUCCESS) fail("collx_wait", st);
       }
+      return computed;
     };
-    auto run_mpi = [&](int n) {
+    auto run_mpi = [&](int n, double busy = 0) {
+      double computed = 0;
       for (int i = 0; i < n; ++i) {
-        MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
+        if (!o.nonblocking) {
+          MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
+          continue;
+        }
+        MPI_Request req;
+        MPI_Iallreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD,
+                       &req);
+        if (busy > 0) computed += compute(busy, o.sleep_compute);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
       }
+      return computed;
     };
     auto run_pmpi = [&](int n) {
       for (int i = 0; i < n; ++i) {
@@ -288,6 +358,32 @@ int main(int argc, char** argv) {
     check();
 
     const double mine = median(lat_c), mine_mpi = compare ? median(lat_m) : 0;
+    // --nonblocking: each rank computes for its own pure latency, as OSU does; the overlap is
+    // the median over rounds.
+    double overlap = 0, overlap_mpi = 0;
+    if (o.nonblocking) {
+      std::vector<double> ov_c, ov_m;
+      for (int round = 0; round < o.rounds; ++round) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        double computed = run_collx(iters, mine);
+        ov_c.push_back(overlap_percent((MPI_Wtime() - t0) * 1e6 / iters, computed / iters, mine));
+        if (compare) {
+          MPI_Barrier(MPI_COMM_WORLD);
+          t0 = MPI_Wtime();
+          computed = run_mpi(iters, mine_mpi);
+          ov_m.push_back(
+              overlap_percent((MPI_Wtime() - t0) * 1e6 / iters, computed / iters, mine_mpi));
+        }
+      }
+      run_collx(1);
+      check();
+      overlap = median(ov_c);
+      if (compare) overlap_mpi = median(ov_m);
+    }
+    double sum_overlap = 0, sum_overlap_mpi = 0;
+    MPI_Reduce(&overlap, &sum_overlap, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&overlap_mpi, &sum_overlap_mpi, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     const double mine_pmpi = o.compare_pmpi ? median(lat_p) : 0;
     double sum = 0, mn = 0, mx = 0, sum_mpi = 0, sum_pmpi = 0;
     MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -305,6 +401,8 @@ int main(int argc, char** argv) {
       std::printf(" %12.3f", busbw);
       if (compare) std::printf(" %14.2f %10.3f", avg_mpi, avg / avg_mpi);
       if (o.compare_pmpi) std::printf(" %14.2f %10.3f", sum_pmpi / p, avg_mpi / (sum_pmpi / p));
+      if (o.nonblocking) std::printf(" %11.1f", sum_overlap / p);
+      if (o.nonblocking && compare) std::printf(" %15.1f", sum_overlap_mpi / p);
       std::printf("  %-20s", collx_comm_algorithm(comm, bytes));
       if (o.validate) std::printf(" %10s", all_ok ? "Pass" : "Fail");
       std::printf("\n");

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "common/inproc.h"
@@ -290,6 +291,116 @@ TEST_CASE("non-blocking operations complete in posting order, waited in any orde
       TCHECK(bufs[i] == exp);
       delete reqs[i];
     }
+  });
+}
+
+namespace {
+
+// k-th of a sequence of int32 sums posted by the tests below: sizes 1 - 4001 elements.
+struct Posted {
+  std::vector<int32_t> buf;
+  Request* req = nullptr;
+};
+
+std::vector<Posted> post_sums(Comm& c, int rank, int n) {
+  Reducer red;
+  TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
+  std::vector<Posted> ops(n);
+  for (int k = 0; k < n; ++k) {
+    ops[k].buf.resize(static_cast<size_t>(k) * 1000 + 1);
+    fill_input(COLLX_INT32, COLLX_SUM, rank, ops[k].buf.size(), ops[k].buf.data());
+    const Status st =
+        c.iallreduce(AllreduceOp{ops[k].buf.data(), ops[k].buf.data(), ops[k].buf.size(), red},
+                     &ops[k].req);
+    TCHECK(st.ok());
+  }
+  return ops;
+}
+
+// Polls (never waits, never tests) until every request is done or 20 s pass; checks results.
+void expect_done_without_waiting(std::vector<Posted>& ops, int p) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto all_done = [&] {
+    for (const Posted& o : ops) {
+      if (!o.req->done.load()) return false;
+    }
+    return true;
+  };
+  while (!all_done() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  TCHECK(all_done());
+  for (Posted& o : ops) {
+    Comm::wait(o.req);  // returns at once when done (and makes a failure above finish)
+    TCHECK(o.req->result.ok());
+    std::vector<int32_t> exp(o.buf.size());
+    fill_expected(COLLX_INT32, COLLX_SUM, p, exp.size(), exp.data());
+    TCHECK(o.buf == exp);
+    delete o.req;
+  }
+}
+
+constexpr auto kNever = std::chrono::hours(1);  // a watch period that never ends in a test
+
+}  // namespace
+
+TEST_CASE("non-blocking: operations of at least COLLX_ASYNC_MIN start at once on the worker") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = 0;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);  // so only an immediate start completes them
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: deferred operations start within the watch period if nobody waits") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;  // every operation deferred
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    Comm::nudge(ops.back().req);  // the last, and so every one before it
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: a waiting thread runs the deferred operations before its own") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);  // the worker never starts them
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    Comm::wait(ops[3].req);
+    for (int k = 0; k < 4; ++k) TCHECK(ops[k].req->done.load());
+    Comm::wait(ops[4].req);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: deferred operations of two communicators waited in opposite orders") {
+  // Rank 0 waits for A, then B; the others for B, then A. Each runs the one it waits for on
+  // its own thread; the other one's worker starts it at the end of a watch period.
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c, c}, [&](int rank, std::vector<Comm*>& comms) {
+    std::vector<Posted> a = post_sums(*comms[0], rank, 3);
+    std::vector<Posted> b = post_sums(*comms[1], rank, 3);
+    std::vector<Posted>& first = rank == 0 ? a : b;
+    Comm::wait(first.back().req);
+    std::vector<Posted>& second = rank == 0 ? b : a;
+    Comm::wait(second.back().req);
+    expect_done_without_waiting(a, 3);
+    expect_done_without_waiting(b, 3);
   });
 }
 

@@ -159,14 +159,21 @@ COLLX_API collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvb
                                                 collx_dtype_t dtype, collx_op_t op,
                                                 collx_comm_t comm, struct CUstream_st* stream);
 
-/* Non-blocking allreduce: operations on one communicator run in order of posting, on a
- * thread of the communicator. Buffers must stay untouched until the request completes.
- * Device buffers are staged as in collx_allreduce, on the communicator's thread. */
+/* Non-blocking allreduce: operations on one communicator run one at a time, in order of
+ * posting, each on the first thread to take it: the communicator's own, or one that waits.
+ * One of at least COLLX_ASYNC_MIN bytes (64K) starts at once on the communicator's thread, so
+ * that it overlaps the caller's work. A smaller one is deferred, since handing it to another
+ * thread costs more than it takes: collx_wait runs it (and those posted before it) on the
+ * calling thread; collx_test hands it to the communicator's thread; and if neither is called,
+ * the communicator's thread starts it within about 2 ms, so it completes even if this rank
+ * never calls in. Buffers must stay untouched until the request completes. Device buffers
+ * are reduced as in collx_allreduce. */
 COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                           collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,
                                           collx_request_t* request);
 /* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
- * operation's error (request freed too). */
+ * operation's error (request freed too). collx_test never blocks; collx_wait blocks until the
+ * request completes, running operations of its communicator that no thread has started. */
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 

@@ -1,5 +1,4 @@
 // C ABI: argument validation, status + thread-local error text, handle registry.
-#include <sched.h>
 
 #include <cstdint>
 #include <mutex>
@@ -254,7 +253,10 @@ collx_status_t collx_test(collx_request_t* request) {
     return report(error(COLLX_ERR_INVALID_ARG, "collx_test: request is NULL"));
   }
   auto* r = reinterpret_cast<collx::Request*>(*request);
-  if (!r->done.load(std::memory_order_acquire)) return COLLX_IN_PROGRESS;
+  if (!r->done.load(std::memory_order_acquire)) {
+    Comm::nudge(r);  // a deferred operation starts now, on the communicator's thread
+    return COLLX_IN_PROGRESS;
+  }
   Status st = std::move(r->result);
   delete r;
   *request = nullptr;
@@ -265,11 +267,8 @@ collx_status_t collx_wait(collx_request_t* request) {
   if (request == nullptr || *request == nullptr) {
     return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
   }
-  auto* r = reinterpret_cast<collx::Request*>(*request);
-  // The operation itself is bounded by its deadline; spin briefly, then yield the core.
-  for (int spins = 0; !r->done.load(std::memory_order_acquire); ++spins) {
-    if (spins > 100) sched_yield();
-  }
+  // Runs the operation on this thread if it has not started; each is bounded by its deadline.
+  collx::Comm::wait(reinterpret_cast<collx::Request*>(*request));
   return collx_test(request);
 }
 

@@ -3,12 +3,12 @@
 // Creation is in comm_create.cc, the device-buffer calls in comm_device.cc.
 #include "core/comm.h"
 
-#include <sched.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 
 #include "core/context.h"
 #include "memory/cuda_driver.h"
@@ -27,6 +27,8 @@ Comm::Comm(std::unique_ptr<Transport> transport, const Config& config, Selection
       make_copier_(cuda_copier),
       make_ipc_(cuda_device_ipc) {
   if (config.profile) profile_ = std::make_unique<Profile>();
+  ops_->spin_us = config.spin;
+  ops_->async_min = config.async_min;
 }
 
 Status Comm::check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
@@ -134,10 +136,10 @@ Status Comm::report_profile() {
 Comm::~Comm() {
   drain();
   {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> g(ops_->mu);
+    ops_->stop = true;
   }
-  cv_.notify_all();
+  ops_->work.notify_all();
   if (worker_.joinable()) worker_.join();
   transport_.reset();
   if (context_ != nullptr) {
@@ -268,10 +270,42 @@ Status Comm::shutdown() {
   return st.ok() ? barrier : st;
 }
 
-void Comm::drain() {
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins > 100) sched_yield();
+template <typename Finished>
+void Comm::help(OpQueue& q, Finished finished) {
+  std::unique_lock<std::mutex> lk(q.mu);
+  while (!finished()) {
+    if (!q.running && !q.waiting.empty()) {
+      Request* next = q.waiting.front();  // its communicator lives: `next` is pending
+      q.waiting.pop_front();
+      q.running = true;
+      lk.unlock();
+      next->comm->run(next);
+      lk.lock();
+      continue;
+    }
+    // Another thread runs an operation. A small one ends sooner than a sleeping thread wakes
+    // up: poll for a while first, then sleep until it completes.
+    const uint64_t seen = q.completed.load(std::memory_order_relaxed);
+    auto changed = [&] { return q.completed.load(std::memory_order_acquire) != seen; };
+    lk.unlock();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(q.spin_us);
+    for (uint32_t polls = 1; !changed(); ++polls) {
+      if (polls % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+    }
+    lk.lock();
+    q.changed.wait(lk, changed);
   }
+}
+
+void Comm::wait(Request* r) {
+  if (r->done.load(std::memory_order_acquire)) return;
+  const std::shared_ptr<OpQueue> q = r->queue;  // outlives the communicator if need be
+  help(*q, [&] { return r->done.load(std::memory_order_relaxed); });
+}
+
+void Comm::drain() {
+  if (ops_->pending.load(std::memory_order_acquire) == 0) return;
+  help(*ops_, [&] { return ops_->pending.load(std::memory_order_relaxed) == 0; });
 }
 
 Status Comm::allreduce(const AllreduceOp& op) {
@@ -285,30 +319,87 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
   auto* req = new (std::nothrow) Request();
   if (req == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory posting an iallreduce");
   req->op = op;
+  req->comm = this;
+  req->queue = ops_;
+  OpQueue& q = *ops_;
+  bool wake = false;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!worker_.joinable()) worker_ = std::thread(&Comm::worker_main, this);
-    queue_.push_back(req);
-    pending_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(q.mu);
+    if (!worker_.joinable()) {
+      try {
+        worker_ = std::thread(&Comm::worker_main, this);
+      } catch (const std::system_error& e) {
+        delete req;
+        return error(COLLX_ERR_INTERNAL, "cannot start the communicator's thread: %s", e.what());
+      }
+    }
+    req->number = ++q.posted;
+    if (op.count * op.red.elem_size >= q.async_min) q.due = q.posted;
+    // A deferred operation needs the worker watching; one that is due, the worker now.
+    wake = q.due == q.posted || !q.watching;
+    q.waiting.push_back(req);
+    q.pending.fetch_add(1, std::memory_order_relaxed);
   }
-  cv_.notify_one();
+  if (wake) q.work.notify_one();
   *out = req;
   return Status();
 }
 
+void Comm::nudge(Request* r) {
+  const std::shared_ptr<OpQueue> q = r->queue;
+  {
+    std::lock_guard<std::mutex> g(q->mu);
+    if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
+    q->due = r->number;
+  }
+  q->work.notify_one();
+}
+
+void Comm::run(Request* r) {
+  Status st = profile_ ? execute_profiled(r->op) : execute(r->op);
+  OpQueue& q = *ops_;
+  std::lock_guard<std::mutex> g(q.mu);
+  r->result = std::move(st);
+  r->done.store(true, std::memory_order_release);
+  q.running = false;
+  q.pending.fetch_sub(1, std::memory_order_release);
+  q.completed.fetch_add(1, std::memory_order_release);
+  q.changed.notify_all();
+  if (!q.waiting.empty()) q.work.notify_one();
+}
+
+// The worker runs the operations that are due. While deferred operations may be posted it
+// watches: it wakes every watch period (1 ms), and the operations posted before one period
+// are due after it, so each starts within two periods even if no thread ever waits for it.
+// After kIdleWatches periods with nothing posted it sleeps until the next post wakes it.
 void Comm::worker_main() {
-  for (;;) {
-    Request* req;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      req = queue_.front();
-      queue_.pop_front();
+  constexpr int kIdleWatches = 100;
+  OpQueue& q = *ops_;
+  std::unique_lock<std::mutex> lk(q.mu);
+  int idle = 0;
+  while (!q.stop) {  // stop comes after drain(): nothing is posted then
+    if (!q.running && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
+      Request* next = q.waiting.front();
+      q.waiting.pop_front();
+      q.running = true;
+      lk.unlock();
+      run(next);
+      lk.lock();
+      idle = 0;
+      continue;
     }
-    req->result = profile_ ? execute_profiled(req->op) : execute(req->op);
-    req->done.store(true, std::memory_order_release);
-    pending_.fetch_sub(1, std::memory_order_release);
+    if (q.waiting.empty() && idle >= kIdleWatches) {
+      q.watching = false;
+      q.work.wait(lk);
+      idle = 0;
+      continue;
+    }
+    q.watching = true;
+    const uint64_t before = q.posted;
+    if (q.work.wait_for(lk, q.watch) == std::cv_status::timeout) {
+      q.due = std::max(q.due, before);
+      idle = q.posted == before && q.waiting.empty() ? idle + 1 : 0;
+    }
   }
 }
 

@@ -1,10 +1,12 @@
 // A communicator: its ranks, its transport (endpoints to every peer), the selection table in
 // force, the sequence number of the next collective and the scratch space. Blocking calls run
-// in the caller's thread; non-blocking calls run, in order of posting, on a thread of the
-// communicator started on first use. A blocking call first waits for earlier non-blocking ones.
+// in the caller's thread. Non-blocking calls run one at a time, in order of posting: on a
+// thread of the communicator (started on first use), or on a thread that waits for them and
+// finds them not started. A blocking call first waits for earlier non-blocking ones.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -44,9 +46,40 @@ struct AllreduceOp {
   void* stream = nullptr;
 };
 
+class Comm;
+struct Request;
+
+// The non-blocking operations of one communicator, posted and not yet completed. Shared with
+// its requests: a waiting thread locks it to find out whether its request is done, even when
+// the communicator was destroyed meanwhile (which needs every request completed).
+//
+// An operation runs on the first thread to take it: the communicator's worker, or a thread
+// waiting for it. The worker takes only operations that are due: one of at least
+// COLLX_ASYNC_MIN bytes (and all before it) at once; a smaller one once collx_test was called
+// for it, or once it has waited a whole watch period (see Comm::worker_main).
+struct OpQueue {
+  std::mutex mu;
+  std::condition_variable work;     // for the worker: an operation may be due, or stop
+  std::condition_variable changed;  // for waiters: an operation completed
+  std::deque<Request*> waiting;     // posted, not taken yet
+  uint64_t posted = 0;              // operations posted so far (their numbers: 1, 2, ...)
+  uint64_t due = 0;                 // the worker may take operations numbered up to this
+  bool watching = false;            // the worker wakes every watch period
+  bool running = false;             // a thread executes a taken operation
+  bool stop = false;                // the worker exits
+  std::atomic<int> pending{0};      // posted, not completed (changed under mu)
+  std::atomic<uint64_t> completed{0};  // operations completed so far (changed under mu)
+  int spin_us = 0;        // how long a waiter polls before it sleeps (COLLX_SPIN)
+  size_t async_min = 0;   // COLLX_ASYNC_MIN
+  std::chrono::microseconds watch{1000};  // the worker's watch period
+};
+
 struct Request {
   AllreduceOp op;
-  std::atomic<bool> done{false};
+  Comm* comm = nullptr;  // valid while the request is not done
+  std::shared_ptr<OpQueue> queue;
+  uint64_t number = 0;   // in posting order (OpQueue::posted)
+  std::atomic<bool> done{false};  // set last, under queue->mu; then `result` is final
   Status result;
 };
 
@@ -77,6 +110,9 @@ class Comm {
   // allocations of device buffers.
   Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
                       AllreduceOp* op);
+  // Tests: the worker's watch period (1 ms), to tell its start of a deferred operation from
+  // nudge()'s. Before the first iallreduce.
+  void set_watch_period(std::chrono::microseconds p) { ops_->watch = p; }
   // Tests: classify buffers through `q` instead of the CUDA driver.
   void set_memory_query(MemoryQuery* q) { pointers_ = std::make_unique<PointerCache>(q); }
   const PointerCache& pointers() const { return *pointers_; }
@@ -96,8 +132,15 @@ class Comm {
 
   Status allreduce(const AllreduceOp& op);
   Status iallreduce(const AllreduceOp& op, Request** out);
-  // Waits for every posted operation (each bounded by its own deadline).
+  // Returns once `r` is done. Meanwhile, while no thread executes an operation of r's
+  // communicator, executes the next one not yet taken on this thread (each bounded by its
+  // own deadline); otherwise sleeps until one completes. Safe whether or not r's communicator
+  // still exists.
+  static void wait(Request* r);
+  // The same for every operation posted so far.
   void drain();
+  // collx_test of `r` not done: makes it due, so that the worker starts it if no thread has.
+  static void nudge(Request* r);
   // Collective, before destruction: waits for posted operations, then for every rank, so
   // that closing the endpoints needs nothing more from any peer.
   Status shutdown();
@@ -134,6 +177,13 @@ class Comm {
   // the ranks' processes, where they can reach each other's memory (else empty).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
   void worker_main();
+  // Completes a taken operation: executes it on this thread, publishes its result and lets the
+  // next one be taken. Touches neither `this` nor `r` afterwards.
+  void run(Request* r);
+  // Until `finished()` (called under q.mu): executes operations not yet taken while no thread
+  // executes one, else sleeps until one completes.
+  template <typename Finished>
+  static void help(OpQueue& q, Finished finished);
 
   std::unique_ptr<Transport> transport_;
   Context* context_ = nullptr;  // set for UCX communicators (counts live communicators)
@@ -180,12 +230,8 @@ class Comm {
   Status failed_;  // first error; afterwards every call fails fast
   std::atomic<bool> busy_{false};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Request*> queue_;
-  std::atomic<int> pending_{0};
-  bool stop_ = false;
-  std::thread worker_;
+  std::shared_ptr<OpQueue> ops_ = std::make_shared<OpQueue>();
+  std::thread worker_;  // started by the first iallreduce (under ops_->mu)
 };
 
 }  // namespace collx

@@ -32,6 +32,12 @@ const ConfigRow kRows[] = {
     {"COLLX_SPIN", "microseconds", "20",
      "How long a waiting rank busy-polls before it starts yielding its core between polls "
      "(0: yield at once, for more ranks than cores)."},
+    {"COLLX_ASYNC_MIN", "bytes", "64K",
+     "collx_iallreduce: an operation of at least this size starts at once, on the "
+     "communicator's thread (which overlaps it with the caller's work). A smaller one is "
+     "deferred: it runs on the thread that waits for it (no thread hand-over, which costs more "
+     "than it takes), or on the communicator's thread once collx_test is called for it or "
+     "within about 2 ms at the latest. 0: no operation is deferred."},
     {"COLLX_CHECK", "bool", "0",
      "1: before each collective the ranks agree on count, dtype, op, in-place and the kind of "
      "memory (host or CUDA device; one small "
@@ -217,6 +223,8 @@ Status load_config(Config* out, char** env) {
         return bad(row.name, v, "a number of microseconds between 0 and 1e9");
       }
       c.spin = static_cast<int>(n);
+    } else if (name == "COLLX_ASYNC_MIN") {
+      if (!parse_bytes(v, &c.async_min)) return bad(row.name, v, "a size such as 64K");
     }
   }
   *out = std::move(c);

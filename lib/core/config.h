@@ -29,6 +29,7 @@ struct Config {
   std::string tune;
   size_t ring_segment = 0;
   int spin = 0;              // microseconds a wait busy-polls before yielding
+  size_t async_min = 64 << 10;  // smaller non-blocking operations start when waited for
   bool check = false;        // agree on the call before each collective
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
