@@ -147,8 +147,9 @@ class Comm {
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
-  // Runs one operation. Operations run one at a time, in posting order (the worker thread,
-  // or the caller's after drain()), and take their sequence numbers from next_seq_ as they
+  // Runs one operation. Operations run one at a time, in posting order (non-blocking ones on
+  // the worker or a waiting thread, blocking ones on the caller's after drain()), and take
+  // their sequence numbers from next_seq_ as they
   // run: one for host buffers, one per staged chunk (plus one for COLLX_CHECK) for device
   // buffers.
   Status execute(const AllreduceOp& op);
