@@ -12,7 +12,9 @@
 // then, as OSU's osu_iallreduce does, the same with a computation of the pure latency's length
 // between post and wait: overlap = 100 * (1 - (total - compute) / pure), clamped to 0 - 100,
 // where `compute` is the time the computation took. --compute sleep: the computation sleeps
-// instead of keeping its core busy (a thread that waits for its GPU, say).
+// instead of keeping its core busy (a thread that waits for its GPU, say). --batch K: each
+// iteration posts K operations on K pairs of buffers, then waits for them in posting order
+// (MPI: MPI_Waitall), as a framework does with its gradient buckets; the latency is a batch's.
 #include <mpi.h>
 
 #include <algorithm>
@@ -38,6 +40,7 @@ struct Options {
   bool full = false, validate = false, compare = false, compare_pmpi = false;
   bool nonblocking = false;
   bool sleep_compute = false;  // --compute sleep
+  int batch = 1;               // --batch K
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -68,6 +71,7 @@ void usage(const char* prog) {
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
+               "          [--batch K]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -79,7 +83,9 @@ void usage(const char* prog) {
                "  --offset B: both buffers start B bytes past a page boundary (default 0; malloc's\n"
                "         large blocks start 16 bytes past one)\n"
                "  --nonblocking: time iallreduce + wait, and their overlap with computation\n"
-               "  --compute sleep: that computation sleeps instead of keeping its core busy\n",
+               "  --compute sleep: that computation sleeps instead of keeping its core busy\n"
+               "  --batch K: with --nonblocking, post K operations (K buffer pairs), then wait\n"
+               "         for all; latency and overlap are a batch's\n",
                prog);
 }
 
@@ -128,13 +134,16 @@ bool parse(int argc, char** argv, Options* o) {
       const std::string v = argv[++i];
       if (v != "busy" && v != "sleep") return false;
       o->sleep_compute = v == "sleep";
+    } else if (a == "--batch" && has) {
+      o->batch = std::atoi(argv[++i]);
     } else {
       return false;
     }
   }
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
          o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
-         !(o->nonblocking && o->compare_pmpi);
+         !(o->nonblocking && o->compare_pmpi) && o->batch >= 1 && o->batch <= 1024 &&
+         (o->batch == 1 || o->nonblocking);
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -242,12 +251,22 @@ int main(int argc, char** argv) {
   }
   const size_t max_bytes = std::max(o.max_size, es);
   const size_t alloc_bytes = (o.offset + max_bytes + 4095) & ~size_t{4095};
-  auto* send_block = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
-  auto* recv_block = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
-  uint8_t* send = send_block + o.offset;
-  uint8_t* recv = recv_block + o.offset;
+  const int k_ops = o.batch;
+  std::vector<uint8_t*> send_blocks(k_ops), recv_blocks(k_ops), sends(k_ops), recvs(k_ops);
+  for (int k = 0; k < k_ops; ++k) {
+    send_blocks[k] = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
+    recv_blocks[k] = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc_bytes));
+    if (send_blocks[k] == nullptr || recv_blocks[k] == nullptr) {
+      std::fprintf(stderr, "collx_osu: out of memory for %d buffer pairs\n", k_ops);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    sends[k] = send_blocks[k] + o.offset;
+    recvs[k] = recv_blocks[k] + o.offset;
+    std::memset(recvs[k], 0, max_bytes);
+  }
+  uint8_t* const send = sends[0];
+  uint8_t* const recv = recvs[0];
   std::vector<uint8_t> expected(max_bytes);
-  std::memset(recv, 0, max_bytes);
 
   if (rank == 0) {
     std::printf("# libcollx %s allreduce latency test (OSU style)\n", collx_version_string());
@@ -259,6 +278,11 @@ int main(int argc, char** argv) {
     if (o.nonblocking) {
       std::printf("# non-blocking: latency of iallreduce + wait; overlap with a computation as "
                   "long (OSU's osu_iallreduce)\n");
+      if (k_ops > 1) {
+        std::printf("# batches of %d: %d posts (separate buffers), then %d waits; latency and "
+                    "overlap per batch\n",
+                    k_ops, k_ops, k_ops);
+      }
     }
     if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
@@ -274,6 +298,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  std::vector<collx_request_t> reqs(k_ops);
+  std::vector<MPI_Request> mpi_reqs(k_ops);
   int failures = 0;
   for (size_t size = o.min_size; size <= o.max_size; size *= 2) {
     const size_t count = size / es;
@@ -283,12 +309,14 @@ int main(int argc, char** argv) {
     const int iters = large ? o.iters_large : o.iters;
     const int warmup = large ? o.warmup_large : o.warmup;
 
-    collx::test::fill_input(o.dtype, o.op, rank, count, send);
+    for (uint8_t* s : sends) collx::test::fill_input(o.dtype, o.op, rank, count, s);
     bool valid = true;
     auto check = [&] {
       if (!o.validate) return;
       collx::test::fill_expected(o.dtype, o.op, p, count, expected.data());
-      if (std::memcmp(recv, expected.data(), bytes) != 0) valid = false;
+      for (const uint8_t* r : recvs) {
+        if (std::memcmp(r, expected.data(), bytes) != 0) valid = false;
+      }
     };
 
     // Blocking, or (--nonblocking) post, compute for `busy` µs, wait. Returns the computation's
@@ -301,12 +329,15 @@ int main(int argc, char** argv) {
           if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
           continue;
         }
-        collx_request_t req = nullptr;
-        st = collx_iallreduce(send, recv, count, o.dtype, o.op, comm, &req);
-        if (st != COLLX_SUCCESS) fail("collx_iallreduce", st);
+        for (int k = 0; k < k_ops; ++k) {
+          st = collx_iallreduce(sends[k], recvs[k], count, o.dtype, o.op, comm, &reqs[k]);
+          if (st != COLLX_SUCCESS) fail("collx_iallreduce", st);
+        }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
-        st = collx_wait(&req);
-        if (st != COLLX_SUCCESS) fail("collx_wait", st);
+        for (int k = 0; k < k_ops; ++k) {
+          st = collx_wait(&reqs[k]);
+          if (st != COLLX_SUCCESS) fail("collx_wait", st);
+        }
       }
       return computed;
     };
@@ -317,11 +348,12 @@ int main(int argc, char** argv) {
           MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
           continue;
         }
-        MPI_Request req;
-        MPI_Iallreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD,
-                       &req);
+        for (int k = 0; k < k_ops; ++k) {
+          MPI_Iallreduce(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
+                         MPI_COMM_WORLD, &mpi_reqs[k]);
+        }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
       }
       return computed;
     };
@@ -395,7 +427,7 @@ int main(int argc, char** argv) {
     MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       const double avg = sum / p, avg_mpi = sum_mpi / p;
-      const double busbw = bytes / (avg * 1e-6) * 2.0 * (p - 1) / p / 1e9;
+      const double busbw = bytes * k_ops / (avg * 1e-6) * 2.0 * (p - 1) / p / 1e9;
       std::printf("%-10zu %16.2f", bytes, avg);
       if (o.full) std::printf(" %16.2f %16.2f %10d", mn, mx, iters * o.rounds);
       std::printf(" %12.3f", busbw);
@@ -416,8 +448,10 @@ int main(int argc, char** argv) {
   if (st != COLLX_SUCCESS) return fail("collx_comm_destroy", st);
   st = collx_finalize();
   if (st != COLLX_SUCCESS) return fail("collx_finalize", st);
-  std::free(send_block);
-  std::free(recv_block);
+  for (int k = 0; k < k_ops; ++k) {
+    std::free(send_blocks[k]);
+    std::free(recv_blocks[k]);
+  }
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;

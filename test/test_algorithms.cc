@@ -387,6 +387,32 @@ TEST_CASE("non-blocking: a waiting thread runs the deferred operations before it
   });
 }
 
+TEST_CASE("non-blocking: an operation made due while another runs starts when that one ends") {
+  // Rank 0's thread runs operation 0, which cannot end before the other ranks join it (after
+  // 200 ms). Meanwhile a second thread nudges operation 4: the worker, woken, finds operation
+  // 0 running. Once it ends, whoever ran it must wake the worker for 1 - 4: with a watch
+  // that never ends, nothing else would start them, as rank 0 waits for nothing more.
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    if (rank == 0) {
+      std::thread nudger([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        TCHECK(!ops[0].req->done.load());  // still running: the case this test is about
+        Comm::nudge(ops[4].req);
+      });
+      Comm::wait(ops[0].req);
+      nudger.join();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Comm::wait(ops[4].req);
+    }
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
 TEST_CASE("non-blocking: deferred operations of two communicators waited in opposite orders") {
   // Rank 0 waits for A, then B; the others for B, then A. Each runs the one it waits for on
   // its own thread; the other one's worker starts it at the end of a watch period.

@@ -365,7 +365,8 @@ void Comm::run(Request* r) {
   q.pending.fetch_sub(1, std::memory_order_release);
   q.completed.fetch_add(1, std::memory_order_release);
   q.changed.notify_all();
-  if (!q.waiting.empty()) q.work.notify_one();
+  // The worker takes the next operation only once it is due; until then, waking it is wasted.
+  if (!q.waiting.empty() && q.waiting.front()->number <= q.due) q.work.notify_one();
 }
 
 // The worker runs the operations that are due. While deferred operations may be posted it
