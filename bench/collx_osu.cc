@@ -77,9 +77,10 @@ void usage(const char* prog) {
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
                "         shm_cma\n"
                "         (default: the selection table)\n"
-               "  --compare-pmpi: also time PMPI_Allreduce (the MPI library itself, never\n"
-               "         intercepted); run under LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then\n"
-               "         'MPI + libcollx preload' and PMPI_Allreduce plain MPI, in the same run\n"
+               "  --compare-pmpi: also time PMPI_Allreduce (PMPI_Iallreduce + PMPI_Wait with\n"
+               "         --nonblocking: the MPI library itself, never intercepted); run under\n"
+               "         LD_PRELOAD=libcollx_mpi.so, MPI_Allreduce is then 'MPI + libcollx\n"
+               "         preload' and PMPI_Allreduce plain MPI, in the same run\n"
                "  --offset B: both buffers start B bytes past a page boundary (default 0; malloc's\n"
                "         large blocks start 16 bytes past one)\n"
                "  --nonblocking: time iallreduce + wait, and their overlap with computation\n"
@@ -142,7 +143,7 @@ bool parse(int argc, char** argv, Options* o) {
   }
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
          o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
-         !(o->nonblocking && o->compare_pmpi) && o->batch >= 1 && o->batch <= 1024 &&
+         o->batch >= 1 && o->batch <= 1024 &&
          (o->batch == 1 || o->nonblocking);
 }
 
@@ -341,27 +342,30 @@ int main(int argc, char** argv) {
       }
       return computed;
     };
-    auto run_mpi = [&](int n, double busy = 0) {
+    // The MPI library through MPI_* (under the preload: libcollx through the interposer), or
+    // (`pmpi`) through PMPI_*, the library itself.
+    auto run_mpi = [&](int n, double busy = 0, bool pmpi = false) {
+      const auto allreduce = pmpi ? PMPI_Allreduce : MPI_Allreduce;
+      const auto iallreduce = pmpi ? PMPI_Iallreduce : MPI_Iallreduce;
+      const auto wait = pmpi ? PMPI_Wait : MPI_Wait;
+      const auto waitall = pmpi ? PMPI_Waitall : MPI_Waitall;
       double computed = 0;
       for (int i = 0; i < n; ++i) {
         if (!o.nonblocking) {
-          MPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
+          allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
           continue;
         }
         for (int k = 0; k < k_ops; ++k) {
-          MPI_Iallreduce(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
-                         MPI_COMM_WORLD, &mpi_reqs[k]);
+          iallreduce(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
+                     MPI_COMM_WORLD, &mpi_reqs[k]);
         }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
-        MPI_Waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
+        if (k_ops == 1) wait(&mpi_reqs[0], MPI_STATUS_IGNORE);  // as osu_iallreduce
+        else waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
       }
       return computed;
     };
-    auto run_pmpi = [&](int n) {
-      for (int i = 0; i < n; ++i) {
-        PMPI_Allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
-      }
-    };
+    auto run_pmpi = [&](int n) { run_mpi(n, 0, true); };
     run_collx(warmup);
     check();
     if (compare) run_mpi(warmup);

@@ -10,7 +10,8 @@
 //                                         process creates its libcollx communicators from
 //                                         two threads at once, in an order that may differ
 //                                         between processes), then run the matrix, one on
-//                                         WORLD, the other on a dup, and free two of their
+//                                         WORLD, the other on a dup (through
+//                                         MPI_Iallreduce, as --nonblocking), and free two of their
 //                                         dups; the other two are left to MPI_Finalize
 //   pmpi_conformance --late-free          only under the preload with COLLX_TIMEOUT=1, 2
 //                                         ranks: rank 1 frees a communicator 2.5 s after rank
@@ -22,7 +23,19 @@
 //                                         that differ by rank (an erroneous program, which
 //                                         libcollx's check catches) come back as MPI_ERR_OTHER
 //                                         through MPI_ERRORS_RETURN, recvbuf untouched; then
-//                                         correct calls on the same communicator still work
+//                                         correct calls on the same communicator still work;
+//                                         the same through MPI_Iallreduce + MPI_Wait
+//   pmpi_conformance --nonblocking        the matrix and the pass-through cases through
+//                                         MPI_Iallreduce, completed by MPI_Wait, MPI_Waitall
+//                                         (with point-to-point requests), MPI_Test, MPI_Waitany,
+//                                         MPI_Testall, MPI_Testany, MPI_Testsome and
+//                                         MPI_Waitsome in turn; then several
+//                                         operations outstanding at once, a request freed
+//                                         before completion, and a communicator freed while an
+//                                         operation on it is outstanding
+//   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
+//                                         MPI_Iallreduce request before it completes (MPICH
+//                                         rejects this for its own), then more operations
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
 
@@ -45,6 +58,85 @@ std::atomic<int> g_passed{0}, g_failed{0};  // expect() runs in two threads in o
 void expect(bool ok, const std::string& what) {
   ok ? ++g_passed : ++g_failed;
   if (!ok && g_failed <= 20) std::fprintf(stderr, "rank %d: FAILED %s\n", g_rank, what.c_str());
+}
+
+// Per thread (--thread-multiple runs one thread each way):
+thread_local bool g_nonblocking = false;  // allreduce(): MPI_Iallreduce and a completion call
+thread_local int g_style = 0;             // which completion call the next one uses
+
+// MPI_Iallreduce, then one completion call, a different one each time (mixed with MPI's own
+// point-to-point requests in MPI_Waitall). Returns the first error.
+int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+  if (rc != MPI_SUCCESS) return rc;
+  int flag = 0, index = -1, outcount = 0;
+  switch (g_style++ % 8) {
+    case 0:
+      rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+      break;
+    case 1: {
+      int me = 0, out = 0, in = -1;
+      MPI_Comm_rank(comm, &me);
+      out = me + 1000;
+      MPI_Request all[3] = {MPI_REQUEST_NULL, req, MPI_REQUEST_NULL};
+      MPI_Irecv(&in, 1, MPI_INT, me, 77, comm, &all[0]);
+      MPI_Isend(&out, 1, MPI_INT, me, 77, comm, &all[2]);
+      MPI_Status st[3];
+      rc = MPI_Waitall(3, all, st);
+      if (rc == MPI_ERR_IN_STATUS) rc = st[1].MPI_ERROR;
+      req = all[1];
+      expect(in == me + 1000, "point-to-point completed with an iallreduce in MPI_Waitall");
+      break;
+    }
+    case 2:
+      while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+      break;
+    case 3: {
+      MPI_Request two[2] = {MPI_REQUEST_NULL, req};
+      rc = MPI_Waitany(2, two, &index, MPI_STATUS_IGNORE);
+      expect(rc != MPI_SUCCESS || index == 1, "MPI_Waitany: index 1");
+      req = two[1];
+      break;
+    }
+    case 4:
+      while (rc == MPI_SUCCESS && !flag) rc = MPI_Testall(1, &req, &flag, MPI_STATUSES_IGNORE);
+      break;
+    case 5: {
+      MPI_Request two[2] = {req, MPI_REQUEST_NULL};
+      while (rc == MPI_SUCCESS && !flag) {
+        rc = MPI_Testany(2, two, &index, &flag, MPI_STATUS_IGNORE);
+      }
+      expect(rc != MPI_SUCCESS || index == 0, "MPI_Testany: index 0");
+      req = two[0];
+      break;
+    }
+    case 6: {
+      MPI_Status st;
+      while (rc == MPI_SUCCESS && outcount == 0) {
+        rc = MPI_Testsome(1, &req, &outcount, &index, &st);
+        if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
+      }
+      expect(rc != MPI_SUCCESS || (outcount == 1 && index == 0), "MPI_Testsome: one, index 0");
+      break;
+    }
+    default: {
+      MPI_Status st;
+      rc = MPI_Waitsome(1, &req, &outcount, &index, &st);
+      if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
+      expect(rc != MPI_SUCCESS || (outcount == 1 && index == 0), "MPI_Waitsome: one, index 0");
+      break;
+    }
+  }
+  expect(rc != MPI_SUCCESS || req == MPI_REQUEST_NULL, "the request is MPI_REQUEST_NULL after it");
+  return rc;
+}
+
+int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+              MPI_Comm comm) {
+  return g_nonblocking ? iallreduce(send, recv, count, type, op, comm)
+                       : MPI_Allreduce(send, recv, count, type, op, comm);
 }
 
 // Exact integer inputs per op (as in test/common/pattern.h, but MPI-only here).
@@ -99,7 +191,7 @@ void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, bool is_float
       for (bool in_place : {false, true}) {
         recv.assign(count + 4, T(99));
         if (in_place) std::copy(send.begin(), send.end(), recv.begin());
-        const int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : send.data(), recv.data(),
+        const int rc = allreduce(in_place ? MPI_IN_PLACE : send.data(), recv.data(),
                                      static_cast<int>(count), type, oc.op, comm);
         const bool ok = rc == MPI_SUCCESS &&
                         (count == 0 || std::memcmp(recv.data(), exp.data(), count * sizeof(T)) == 0) &&
@@ -118,7 +210,7 @@ void few(MPI_Comm comm, int k) {
   MPI_Comm_rank(comm, &rank);
   for (int count : {1, 1000, 70000}) {
     std::vector<int> v(static_cast<size_t>(count), rank + 100 * k);
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), count, MPI_INT, MPI_SUM, comm);
+    const int rc = allreduce(MPI_IN_PLACE, v.data(), count, MPI_INT, MPI_SUM, comm);
     const int want = p * (p - 1) / 2 + p * 100 * k;
     expect(rc == MPI_SUCCESS && v.front() == want && v.back() == want,
            "dup " + std::to_string(k) + " count " + std::to_string(count));
@@ -164,12 +256,12 @@ void passthrough(MPI_Comm comm) {
   MPI_Op op;
   MPI_Op_create(user_sum, 1, &op);
   int x[3] = {rank, 1, 2 * rank}, y[3];
-  expect(MPI_Allreduce(x, y, 3, MPI_INT, op, comm) == MPI_SUCCESS && y[0] == p * (p - 1) / 2 &&
+  expect(allreduce(x, y, 3, MPI_INT, op, comm) == MPI_SUCCESS && y[0] == p * (p - 1) / 2 &&
              y[1] == p && y[2] == p * (p - 1),
          "user-defined op");
   MPI_Op_free(&op);
   struct { double v; int i; } in{static_cast<double>(rank % 2), rank}, out{};
-  expect(MPI_Allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm) == MPI_SUCCESS &&
+  expect(allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm) == MPI_SUCCESS &&
              out.v == (p > 1 ? 1.0 : 0.0) && out.i == (p > 1 ? 1 : 0),
          "MPI_MAXLOC on MPI_DOUBLE_INT");
   // MPICH 4.0.2 (built without yaksa) rejects predefined ops on derived types: its answer is
@@ -180,7 +272,7 @@ void passthrough(MPI_Comm comm) {
   int v[8], w[8];
   for (int i = 0; i < 8; ++i) v[i] = w[i] = i + rank;
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  const int rc = MPI_Allreduce(v, w, 1, vec, MPI_SUM, comm);
+  const int rc = allreduce(v, w, 1, vec, MPI_SUM, comm);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
@@ -189,7 +281,7 @@ void passthrough(MPI_Comm comm) {
   expect(ok, "vector datatype: MPICH's own MPI_ERR_OP");
   MPI_Type_free(&vec);
   int l = rank == 0 ? 0 : 1, lr = -1;
-  expect(MPI_Allreduce(&l, &lr, 1, MPI_INT, MPI_LAND, comm) == MPI_SUCCESS && lr == 0,
+  expect(allreduce(&l, &lr, 1, MPI_INT, MPI_LAND, comm) == MPI_SUCCESS && lr == 0,
          "MPI_LAND");
 }
 
@@ -238,7 +330,7 @@ void libcollx_error() {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   const int count = 8 + g_rank;
   std::vector<int> send(static_cast<size_t>(count), 1), recv(static_cast<size_t>(count), -7);
-  const int rc = MPI_Allreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm);
+  const int rc = allreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm);
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   bool untouched = true;
@@ -248,11 +340,92 @@ void libcollx_error() {
   // The check kept the ranks in step: the communicator goes on working.
   for (int i = 0; i < 3; ++i) {
     int x = g_rank + i, y = -1;
-    expect(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
+    expect(allreduce(&x, &y, 1, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
                y == p * (p - 1) / 2 + p * i,
            "a correct call after the error");
   }
   MPI_Comm_free(&comm);
+}
+
+// Sums of `count` ints on `comm`, tagged `k`: the input, and the result every rank expects.
+std::vector<int> input(MPI_Comm comm, size_t count, int k) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<int> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<int>(i % 1000) + rank * 7 + k;
+  return v;
+}
+bool is_sum(MPI_Comm comm, const std::vector<int>& v, int k) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != p * (static_cast<int>(i % 1000) + k) + 7 * p * (p - 1) / 2) return false;
+  }
+  return true;
+}
+
+// Several MPI_Iallreduce outstanding at once (small ones, and one large enough to start at
+// once on libcollx's thread), completed in reverse order by MPI_Wait, then by one MPI_Waitall.
+void several(MPI_Comm comm) {
+  const size_t counts[] = {1, 100, 70000, 3, 20000};
+  constexpr int n = 5;
+  std::vector<int> bufs[n];
+  MPI_Request reqs[n];
+  for (int k = 0; k < n; ++k) {
+    bufs[k] = input(comm, counts[k], k);
+    MPI_Iallreduce(MPI_IN_PLACE, bufs[k].data(), static_cast<int>(counts[k]), MPI_INT, MPI_SUM,
+                   comm, &reqs[k]);
+  }
+  for (int k = n - 1; k >= 0; --k) {
+    expect(MPI_Wait(&reqs[k], MPI_STATUS_IGNORE) == MPI_SUCCESS && is_sum(comm, bufs[k], k),
+           "outstanding together, waited for in reverse: operation " + std::to_string(k));
+  }
+  for (int k = 0; k < n; ++k) {
+    bufs[k] = input(comm, counts[k], k + 10);
+    MPI_Iallreduce(MPI_IN_PLACE, bufs[k].data(), static_cast<int>(counts[k]), MPI_INT, MPI_SUM,
+                   comm, &reqs[k]);
+  }
+  bool ok = MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+  for (int k = 0; k < n; ++k) ok = ok && is_sum(comm, bufs[k], k + 10);
+  expect(ok, "outstanding together, one MPI_Waitall");
+}
+
+// MPI_Request_free before the operation completes: erroneous for a nonblocking collective
+// (MPICH rejects it for its own requests), accepted for the interposer's. The buffers stay
+// untouched until MPI_Finalize, which ends the operations; those after it still work.
+void request_free(MPI_Comm comm) {
+  static std::vector<int> freed[3];
+  for (int k = 0; k < 3; ++k) {
+    freed[k] = input(comm, k == 1 ? 30000 : 10, k);
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, freed[k].data(), static_cast<int>(freed[k].size()), MPI_INT,
+                   MPI_SUM, comm, &req);
+    MPI_Request_free(&req);
+    expect(req == MPI_REQUEST_NULL, "MPI_Request_free: MPI_REQUEST_NULL");
+    std::vector<int> v = input(comm, 1000, k + 20);
+    expect(iallreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
+               is_sum(comm, v, k + 20),
+           "an operation after a freed request");
+  }
+}
+
+// MPI_Comm_free while an operation on the communicator is outstanding: the operation completes
+// normally (MPI's rule for pending operations).
+void comm_free_pending() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  std::vector<int> a = input(comm, 10, 30), b = input(comm, 100000, 31);
+  MPI_Request reqs[2];
+  MPI_Iallreduce(MPI_IN_PLACE, a.data(), 10, MPI_INT, MPI_SUM, comm, &reqs[0]);
+  MPI_Iallreduce(MPI_IN_PLACE, b.data(), 100000, MPI_INT, MPI_SUM, comm, &reqs[1]);
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_free(&comm);
+  expect(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             MPI_Wait(&reqs[1], MPI_STATUS_IGNORE) == MPI_SUCCESS,
+         "operations outstanding at MPI_Comm_free complete");
+  expect(is_sum(MPI_COMM_WORLD, a, 30) && is_sum(MPI_COMM_WORLD, b, 31),
+         "operations outstanding at MPI_Comm_free: results");
 }
 
 }  // namespace
@@ -278,6 +451,7 @@ int main(int argc, char** argv) {
       for (MPI_Comm& d : dups) MPI_Comm_dup(MPI_COMM_WORLD, &d);
       // Thread t owns dups t, t+2, t+4: the first call on each creates its communicator.
       auto work = [&](int t, MPI_Comm big) {
+        g_nonblocking = t == 1;  // thread 1 through MPI_Iallreduce
         for (int k = t; k < 6; k += 2) few(dups[k], k);
         matrix(big, false);
         for (int k = t + 2; k < 6; k += 2) MPI_Comm_free(&dups[k]);
@@ -294,6 +468,23 @@ int main(int argc, char** argv) {
     late_free();
   } else if (mode == "--libcollx-error") {
     libcollx_error();
+    // A failed generalized request reports through MPI_COMM_WORLD's handler in MPICH.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    g_nonblocking = true;
+    libcollx_error();
+  } else if (mode == "--request-free") {
+    request_free(MPI_COMM_WORLD);
+  } else if (mode == "--nonblocking") {
+    g_nonblocking = true;
+    MPI_Comm split;
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &split);
+    matrix(MPI_COMM_WORLD, true);
+    matrix(split, false);
+    passthrough(MPI_COMM_WORLD);
+    several(MPI_COMM_WORLD);
+    several(split);
+    comm_free_pending();
+    MPI_Comm_free(&split);
   } else {
     MPI_Comm dup, split, reversed, self;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_preloaded.sh PRELOAD_LIB NRANKS PROGRAM [ARGS...]: runs an MPI program under the PMPI
 # interposer with COLLX_MPI_VERBOSE=1 and fails if the program fails, or if the number of
-# MPI_Allreduce calls libcollx served is not what EXPECT_SERVED says: "some" (the default,
+# MPI_Allreduce and MPI_Iallreduce calls libcollx served is not what EXPECT_SERVED says: "some" (the default,
 # at least one), "none" (exactly zero: interception off or everything passed through) or
 # "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
 # COLLX_* variable: then no statistics, since the settings could not be read). Of the served
@@ -15,10 +15,12 @@ log=$(mktemp)
 mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 "$@" 2> >(tee "$log" >&2)
 status=$?
 wait
-served=$(sed -n 's/.*MPI_Allreduce calls (all ranks): \([0-9]*\) served.*/\1/p' "$log")
-failed=$(sed -n 's/.* \([0-9]*\) of the served calls failed.*/\1/p' "$log")
+# Each function's statistics (the MPI_Iallreduce ones only if it was called), summed.
+sum() { sed -n "$1" "$log" | awk '{ s += $1; n++ } END { if (n) print s }'; }
+served=$(sum 's/.*MPI_[AI][a-z]*reduce calls (all ranks): \([0-9]*\) served.*/\1/p')
+failed=$(sum 's/.* \([0-9]*\) of the served calls failed.*/\1/p')
 failed=${failed:-0}
-unusable=$(sed -n 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p' "$log")
+unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
@@ -33,7 +35,7 @@ if [ -z "$served" ]; then
   exit 1
 fi
 case "${EXPECT_SERVED:-some}" in
-  some) [ "$served" -gt 0 ] || { echo "libcollx served no MPI_Allreduce call" >&2; exit 1; } ;;
+  some) [ "$served" -gt 0 ] || { echo "libcollx served no call" >&2; exit 1; } ;;
   none) [ "$served" -eq 0 ] || { echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
@@ -49,4 +51,4 @@ if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
   exit 1
 fi
-echo "libcollx served $served MPI_Allreduce calls ($failed failed)"
+echo "libcollx served $served MPI_Allreduce and MPI_Iallreduce calls ($failed failed)"

@@ -1,4 +1,5 @@
-// libcollx_mpi.so: MPI_Allreduce through libcollx for unmodified MPI programs (MPICH ABI),
+// libcollx_mpi.so: MPI_Allreduce and MPI_Iallreduce through libcollx for unmodified MPI
+// programs (MPICH ABI),
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so ./app
 //
 // A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
@@ -8,6 +9,16 @@
 // floating types with sum/prod/min/max/band/bor/bxor take the fast path; everything else, and
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
 // buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
+//
+// MPI_Iallreduce: a served call is a collx_iallreduce behind an MPICH generalized request
+// (MPIX_Grequest_start), so every MPI completion call accepts it, mixed with MPI's own
+// requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
+// operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
+// poll_fn (collx_test, which never blocks). MPICH's MPI_Wait would only poll, so MPI_Wait is
+// intercepted too: for a request of ours it calls collx_wait first. The first call on a
+// communicator without a libcollx communicator creates one, which blocks until every member
+// makes that call (as the first MPI_Allreduce does). Passed-through calls go to
+// PMPI_Iallreduce as they are (device buffers included).
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
 // communicator is created by whichever thread first reduces on it, possibly while other
@@ -21,6 +32,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "collx/collx.h"
@@ -34,6 +46,7 @@ namespace {
 
 enum Reason {
   kServed,
+  kArgs,            // a negative count or a null request: MPI's own error
   kDisabled,        // COLLX_MPI=0
   kNotReady,        // collx_init or the configuration failed
   kIntercomm,
@@ -42,10 +55,24 @@ enum Reason {
   kCommFailed,      // libcollx could not create or use a communicator for it
   kReasonCount
 };
-const char* const kReasonNames[] = {"served by libcollx", "COLLX_MPI=0",
+const char* const kReasonNames[] = {"served by libcollx", "invalid arguments", "COLLX_MPI=0",
                                     "libcollx not initialised",
                                     "intercommunicator", "datatype", "op",
                                     "communicator unusable"};
+
+// The statistics of one function (COLLX_MPI_VERBOSE). Atomic: under MPI_THREAD_MULTIPLE
+// calls come from several threads at once.
+struct Counts {
+  std::atomic<long long> calls[kReasonCount] = {};
+  std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
+};
+
+// One served MPI_Iallreduce, the extra state of its generalized request.
+struct Pending {
+  collx_request_t request = nullptr;  // null once the operation completed
+  MPI_Request mpi = MPI_REQUEST_NULL;  // the generalized request
+  int error = MPI_SUCCESS;             // what MPI's completion call reports
+};
 
 struct State {
   bool enabled = false;  // interception on and libcollx initialised
@@ -53,12 +80,17 @@ struct State {
   bool thread_multiple = false;
   Reason off_reason = kNotReady;
   int keyval = MPI_KEYVAL_INVALID;
-  // Atomic: under MPI_THREAD_MULTIPLE calls come from several threads at once.
-  std::atomic<long long> counts[kReasonCount] = {};
-  std::atomic<long long> failed{0};  // served calls that returned an error (in counts[kServed])
+  Counts allreduce, iallreduce;
   std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
   std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
   std::vector<MPI_Comm> comms;       // those with a Cached attribute
+  // Served MPI_Iallreduce operations not completed yet: by generalized request (for
+  // MPI_Wait), and those whose request the program freed (MPI_Request_free) before they
+  // completed, which nothing in MPI will poll again.
+  std::mutex pending_mutex;
+  std::unordered_map<MPI_Request, Pending*> pending;
+  std::vector<Pending*> orphans;
+  std::atomic<int> pending_count{0};  // pending.size(): MPI_Wait's check without the lock
 };
 State g;
 
@@ -231,6 +263,117 @@ int pass_through(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
   return MPI_ERR_OTHER;
 }
 
+// A served call that failed: counted, and said on stderr (libcollx's message).
+void report_failure(Counts& counts, const char* fn) {
+  tally(counts.failed);
+  std::fprintf(stderr, "libcollx_mpi: %s failed: %s\n", fn, collx_last_error());
+}
+
+void forget(Pending* p) {  // under g.pending_mutex
+  g.pending.erase(p->mpi);
+  g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
+}
+
+// The operation ended with `st` (collx_test or collx_wait set p->request to null): MPI's
+// completion call reports it (query_fn), then frees the request (free_fn).
+void complete(Pending* p, collx_status_t st) {
+  if (st != COLLX_SUCCESS) {
+    report_failure(g.iallreduce, "MPI_Iallreduce");
+    p->error = MPI_ERR_OTHER;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g.pending_mutex);
+    forget(p);  // before the handle can be freed, and then reused for another request
+  }
+  PMPI_Grequest_complete(p->mpi);
+}
+
+// The generalized request's callbacks (MPICH calls them without its global lock).
+int query_fn(void* state, MPI_Status* status) {
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  return static_cast<Pending*>(state)->error;  // what MPI_Wait and the others return
+}
+
+int free_fn(void* state) {
+  auto* p = static_cast<Pending*>(state);
+  if (p->request == nullptr) {
+    delete p;
+    return MPI_SUCCESS;
+  }
+  // MPI_Request_free before completion: MPICH frees the request now (the standard would wait
+  // for MPI_Grequest_complete), so it is never completed, and nothing polls the operation.
+  std::lock_guard<std::mutex> lock(g.pending_mutex);
+  forget(p);
+  g.orphans.push_back(p);
+  return MPI_SUCCESS;
+}
+
+int cancel_fn(void*, int) { return MPI_SUCCESS; }  // (cancelling a collective is erroneous)
+
+int poll_fn(void* state, MPI_Status*) {
+  auto* p = static_cast<Pending*>(state);
+  if (p->request != nullptr) {
+    const collx_status_t st = collx_test(&p->request);  // never blocks
+    if (st != COLLX_IN_PROGRESS) complete(p, st);
+  }
+  return MPI_SUCCESS;
+}
+
+int wait_fn(int count, void** states, double, MPI_Status*) {
+  for (int i = 0; i < count; ++i) {
+    auto* p = static_cast<Pending*>(states[i]);
+    if (p->request != nullptr) complete(p, collx_wait(&p->request));
+  }
+  return MPI_SUCCESS;
+}
+
+// Ends the operations whose requests the program freed: those done (at every served
+// MPI_Iallreduce), or all of them, waiting (at MPI_Finalize).
+void reap_orphans(bool wait) {
+  std::vector<Pending*> mine;
+  {
+    std::lock_guard<std::mutex> lock(g.pending_mutex);
+    mine.swap(g.orphans);
+  }
+  std::vector<Pending*> left;
+  for (Pending* p : mine) {
+    const collx_status_t st = wait ? collx_wait(&p->request) : collx_test(&p->request);
+    if (st == COLLX_IN_PROGRESS) {
+      left.push_back(p);
+      continue;
+    }
+    if (st != COLLX_SUCCESS) report_failure(g.iallreduce, "MPI_Iallreduce (request freed)");
+    delete p;
+  }
+  if (left.empty()) return;
+  std::lock_guard<std::mutex> lock(g.pending_mutex);
+  g.orphans.insert(g.orphans.end(), left.begin(), left.end());
+}
+
+bool has_orphans() {
+  std::lock_guard<std::mutex> lock(g.pending_mutex);
+  return !g.orphans.empty();
+}
+
+// What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
+// reason, then the failed ones, summed over the ranks.
+void print_counts(const char* fn, const long long* total) {
+  long long passed = 0;
+  for (int i = 1; i < kReasonCount; ++i) passed += total[i];
+  std::fprintf(stderr, "libcollx_mpi: %s calls (all ranks): %lld served, %lld passed through\n",
+               fn, total[kServed], passed);
+  if (total[kReasonCount] > 0) {
+    std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed (MPI_ERR_OTHER)\n",
+                 total[kReasonCount]);
+  }
+  for (int i = 1; i < kReasonCount; ++i) {
+    if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -253,24 +396,77 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
                                                          MPI_Op op, MPI_Comm comm) {
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
-  Reason why = count < 0 ? kDatatype : classify(datatype, op, comm, &d, &o);
+  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o);
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.counts[why]);
+  tally(g.allreduce.calls[why]);
   if (why != kServed) return pass_through(sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
     return MPI_SUCCESS;
   }
   // As MPI does: through the communicator's error handler (fatal by default).
-  tally(g.failed);
-  std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce failed: %s\n", collx_last_error());
+  report_failure(g.allreduce, "MPI_Allreduce");
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
 }
 
+__attribute__((visibility("default"))) int MPI_Iallreduce(const void* sendbuf, void* recvbuf,
+                                                          int count, MPI_Datatype datatype,
+                                                          MPI_Op op, MPI_Comm comm,
+                                                          MPI_Request* request) {
+  collx_dtype_t d = COLLX_INT8;
+  collx_op_t o = COLLX_SUM;
+  Reason why = count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o);
+  collx_comm_t c = nullptr;
+  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
+  tally(g.iallreduce.calls[why]);
+  if (why != kServed) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+  if (has_orphans()) reap_orphans(false);
+  auto* p = new Pending();
+  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &p->request) !=
+      COLLX_SUCCESS) {
+    delete p;
+    report_failure(g.iallreduce, "MPI_Iallreduce");
+    *request = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+  }
+  const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
+  if (rc != MPI_SUCCESS) {  // (MPI is out of requests) the operation is posted: end it here
+    collx_wait(&p->request);
+    delete p;
+    *request = MPI_REQUEST_NULL;
+    return rc;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g.pending_mutex);
+    g.pending.emplace(p->mpi, p);
+    g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
+  }
+  *request = p->mpi;
+  return MPI_SUCCESS;
+}
+
+// MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
+// thread if no thread has started it (far sooner, for a small one, than handing it over).
+__attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (request != nullptr && g.pending_count.load(std::memory_order_relaxed) > 0) {
+    Pending* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g.pending_mutex);
+      const auto it = g.pending.find(*request);
+      if (it != g.pending.end()) p = it->second;
+    }
+    if (p != nullptr) complete(p, collx_wait(&p->request));
+  }
+  return PMPI_Wait(request, status);
+}
+
 __attribute__((visibility("default"))) int MPI_Finalize(void) {
   if (g.enabled) {
+    reap_orphans(true);
     std::vector<MPI_Comm> left = g.comms;
     std::sort(left.begin(), left.end(), [](MPI_Comm a, MPI_Comm b) {
       return destroy_order(a) < destroy_order(b);
@@ -280,28 +476,26 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
     collx_finalize();
   }
   if (g.verbose) {
-    long long local[kReasonCount + 2] = {}, total[kReasonCount + 2] = {};
-    for (int i = 0; i < kReasonCount; ++i) local[i] = g.counts[i].load();
-    local[kReasonCount] = g.failed.load();
-    local[kReasonCount + 1] = g.free_failed.load();
+    // Per function: the calls per reason, then the failed ones; last, the failed frees.
+    constexpr int kPer = kReasonCount + 1, kAll = 2 * kPer + 1;
+    long long local[kAll] = {}, total[kAll] = {};
+    const Counts* counts[2] = {&g.allreduce, &g.iallreduce};
+    for (int f = 0; f < 2; ++f) {
+      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = counts[f]->calls[i].load();
+      local[f * kPer + kReasonCount] = counts[f]->failed.load();
+    }
+    local[kAll - 1] = g.free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Reduce(local, total, kReasonCount + 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-      long long passed = 0;
-      for (int i = 1; i < kReasonCount; ++i) passed += total[i];
-      std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce calls (all ranks): %lld served, %lld passed through\n",
-                   total[kServed], passed);
-      if (total[kReasonCount] > 0) {
-        std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed (MPI_ERR_OTHER)\n",
-                     total[kReasonCount]);
-      }
-      for (int i = 1; i < kReasonCount; ++i) {
-        if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
-      }
-      if (total[kReasonCount + 1] > 0) {
+      print_counts("MPI_Allreduce", total);
+      long long icalls = 0;
+      for (int i = 0; i < kReasonCount; ++i) icalls += total[kPer + i];
+      if (icalls > 0) print_counts("MPI_Iallreduce", total + kPer);
+      if (total[kAll - 1] > 0) {
         std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
-                     total[kReasonCount + 1]);
+                     total[kAll - 1]);
       }
     }
   }
