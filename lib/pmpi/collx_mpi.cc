@@ -41,6 +41,7 @@
 #include "core/config.h"
 #include "memory/cuda_driver.h"
 #include "memory/host_mirror.h"
+#include "transport/transport.h"
 
 namespace {
 
@@ -263,6 +264,27 @@ int pass_through(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
   return MPI_ERR_OTHER;
 }
 
+// MPI's progress rule: a call that blocks still progresses the program's other MPI
+// operations. A served call that waits inside libcollx runs the MPI library's progress (an
+// MPI_Iprobe that matches nothing it keeps) once per millisecond of waiting: an MPI_Isend
+// posted before MPI_Allreduce may be what its receiver waits for before it calls MPI_Allreduce.
+void mpi_progress() {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+
+// Sets mpi_progress as this thread's outer progress for the scope of a served call.
+class MpiProgress {
+ public:
+  MpiProgress() : before_(collx::set_outer_progress(mpi_progress)) {}
+  ~MpiProgress() { collx::set_outer_progress(before_); }
+  MpiProgress(const MpiProgress&) = delete;
+  MpiProgress& operator=(const MpiProgress&) = delete;
+
+ private:
+  collx::OuterProgress before_;
+};
+
 // A served call that failed: counted, and said on stderr (libcollx's message).
 void report_failure(Counts& counts, const char* fn) {
   tally(counts.failed);
@@ -323,6 +345,7 @@ int poll_fn(void* state, MPI_Status*) {
 }
 
 int wait_fn(int count, void** states, double, MPI_Status*) {
+  const MpiProgress progress;  // (MPICH calls wait_fn without its lock: MPI may be called)
   for (int i = 0; i < count; ++i) {
     auto* p = static_cast<Pending*>(states[i]);
     if (p->request != nullptr) complete(p, collx_wait(&p->request));
@@ -402,6 +425,7 @@ __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, vo
   tally(g.allreduce.calls[why]);
   if (why != kServed) return pass_through(sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  const MpiProgress progress;
   if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
     return MPI_SUCCESS;
   }
@@ -459,7 +483,10 @@ __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_St
       const auto it = g.pending.find(*request);
       if (it != g.pending.end()) p = it->second;
     }
-    if (p != nullptr) complete(p, collx_wait(&p->request));
+    if (p != nullptr) {
+      const MpiProgress progress;
+      complete(p, collx_wait(&p->request));
+    }
   }
   return PMPI_Wait(request, status);
 }

@@ -4,6 +4,20 @@
 
 namespace collx {
 
+namespace {
+thread_local OuterProgress t_outer_progress = nullptr;
+}  // namespace
+
+OuterProgress set_outer_progress(OuterProgress fn) {
+  const OuterProgress before = t_outer_progress;
+  t_outer_progress = fn;
+  return before;
+}
+
+void outer_progress() {
+  if (t_outer_progress != nullptr) t_outer_progress();
+}
+
 void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   seq_ = seq;
   timeout_s_ = timeout_s;

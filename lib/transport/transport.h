@@ -20,6 +20,20 @@ namespace collx {
 using Handle = uint32_t;
 using Clock = std::chrono::steady_clock;
 
+// The caller's own progress, run by its thread while that thread waits inside libcollx. The
+// PMPI preload sets it to the MPI library's progress while it serves an MPI call: MPI's
+// progress rule says a call that blocks still progresses the caller's other MPI operations
+// (an MPI_Isend posted before MPI_Allreduce, whose receiver reaches MPI_Allreduce only once it
+// completes). Per thread, so the communicator's own thread never runs it.
+using OuterProgress = void (*)();
+// Sets this thread's hook (null: none); returns the one it replaces.
+OuterProgress set_outer_progress(OuterProgress fn);
+// Runs this thread's hook, if it has one. Waits call it once per kCheckEvery.
+void outer_progress();
+
+// How often a wait that found nothing checks its deadline, its peers and outer_progress.
+inline constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
+
 class Transport {
  public:
   Transport(int rank, int size) : rank_(rank), size_(size) {}
@@ -91,10 +105,10 @@ class Transport {
   // polls for `spin` (time, not rounds: a round costs 1 ns on a flag and 100 ns through UCX),
   // then yields the core after every poll, so that more ranks than cores still progress.
   // Reads the clock only every 64 polls. idle() is true once per kCheckEvery of waiting: time
-  // for the deadline and peer-failure checks, which cost system calls.
+  // for the deadline and peer-failure checks, which cost system calls, and for the caller's
+  // own progress (outer_progress).
   class Backoff {
    public:
-    static constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
     explicit Backoff(Clock::duration spin) : spin_(spin) {}
     bool idle() {
       if (yielding_) yield();
@@ -108,6 +122,7 @@ class Transport {
       if (now >= yield_from_) yielding_ = true;
       if (now < check_at_) return false;
       check_at_ = now + kCheckEvery;
+      outer_progress();
       return true;
     }
 
