@@ -33,12 +33,13 @@
 //                                         operations outstanding at once, a request freed
 //                                         before completion, and a communicator freed while an
 //                                         operation on it is outstanding
-//   pmpi_conformance --progress blocking|small|large
+//   pmpi_conformance --progress blocking|small|large|waitall
 //                                         rank 0 sends a large message to rank 1, then joins a
 //                                         collective that rank 1 joins only once the message
 //                                         arrived (legal: MPI progresses the send while rank 0
 //                                         waits in the collective): MPI_Allreduce, or
-//                                         MPI_Iallreduce + MPI_Wait, small or large
+//                                         MPI_Iallreduce + MPI_Wait, small or large, or
+//                                         large + MPI_Waitall
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations
@@ -439,15 +440,17 @@ void comm_free_pending() {
 // transfer needs the sender's progress; under the preload, libcollx runs MPI's progress while
 // it waits). `how`: MPI_Allreduce ("blocking"), or MPI_Iallreduce + MPI_Wait of a small
 // operation ("small", run by the waiting thread) or a large one ("large", run by libcollx's
-// thread). One per run: only the first such transfer after the libcollx communicator's
-// creation reliably needs the sender.
+// thread), or a large one completed by MPI_Waitall ("waitall": MPICH calls the generalized
+// request's wait_fn). One per run: only the first such transfer after the libcollx
+// communicator's creation reliably needs the sender.
 void progress_while_waiting(const std::string& how) {
-  const int count = how == "large" ? 70000 : 1;
+  const bool large = how == "large" || how == "waitall";
+  const int count = large ? 70000 : 1;
   const int n = 1 << 21;
   std::vector<int> big(n, 3), v = input(MPI_COMM_WORLD, static_cast<size_t>(count), 5);
   few(MPI_COMM_WORLD, 1);  // (under the preload: creates the libcollx communicator)
-  if (how != "blocking" && how != "small" && how != "large") {
-    expect(false, "--progress blocking|small|large");
+  if (how != "blocking" && how != "small" && !large) {
+    expect(false, "--progress blocking|small|large|waitall");
     return;
   }
   MPI_Request send = MPI_REQUEST_NULL, op = MPI_REQUEST_NULL;
@@ -460,8 +463,11 @@ void progress_while_waiting(const std::string& how) {
     rc = MPI_Iallreduce(MPI_IN_PLACE, v.data(), count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &op);
     // A large one has started on libcollx's thread by now: MPI_Wait waits for that thread.
     // A small one has not (it would within 2 ms): MPI_Wait runs it.
-    if (how == "large") std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (rc == MPI_SUCCESS) rc = MPI_Wait(&op, MPI_STATUS_IGNORE);
+    if (large) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (rc == MPI_SUCCESS) {
+      rc = how == "waitall" ? MPI_Waitall(1, &op, MPI_STATUSES_IGNORE)
+                            : MPI_Wait(&op, MPI_STATUS_IGNORE);
+    }
   }
   expect(rc == MPI_SUCCESS && is_sum(MPI_COMM_WORLD, v, 5),
          how + ": a collective while rank 0's MPI_Isend waits for its receiver");
