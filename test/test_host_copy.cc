@@ -87,7 +87,8 @@ TEST_CASE("peer_read copies exactly through the kernel, at every distance modulo
 }
 
 TEST_CASE("peer_read of an unmapped address is an error value, at any distance") {
-  std::vector<uint8_t> buf(8192 + 4096);
+  // Room for the 8192 bytes up to 4095 + 100 bytes past the start (page_up, then d).
+  std::vector<uint8_t> buf(8192 + 2 * 4096);
   for (size_t d : {size_t{0}, size_t{16}, size_t{100}}) {
     // Page 0 is never mapped; the destination d bytes past a page takes the bounce path at 16.
     const Status st = peer_read(getpid(), 0, page_up(buf.data()) + d, 8192);
