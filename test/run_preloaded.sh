@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # run_preloaded.sh PRELOAD_LIB NRANKS PROGRAM [ARGS...]: runs an MPI program under the PMPI
 # interposer with COLLX_MPI_VERBOSE=1 and fails if the program fails, or if the number of
-# MPI_Allreduce and MPI_Iallreduce calls libcollx served is not what EXPECT_SERVED says: "some" (the default,
-# at least one), "none" (exactly zero: interception off or everything passed through) or
-# "off" (interception refused at MPI_Init with a message that says why, e.g. a malformed
-# COLLX_* variable: then no statistics, since the settings could not be read). Of the served
+# MPI_Allreduce and MPI_Iallreduce calls libcollx served is not what EXPECT_SERVED says:
+# "some" (the default, at least one), "none" (exactly zero: interception off or everything
+# passed through) or "off" (interception refused at MPI_Init with a message that says why,
+# e.g. a malformed COLLX_* variable: then no statistics, since the settings could not be
+# read). Of the served
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.

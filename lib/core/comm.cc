@@ -284,8 +284,8 @@ void Comm::help(OpQueue& q, Finished finished) {
       continue;
     }
     // Another thread runs an operation. A small one ends sooner than a sleeping thread wakes
-    // up: poll for a while first, then sleep until it completes, waking to run the caller's
-    // own progress as a wait in the transport does (outer_progress).
+    // up: poll for a while first, then sleep until it completes; with a hook, waking once per
+    // kCheckEvery to run the caller's own progress, as a wait in the transport does.
     const uint64_t seen = q.completed.load(std::memory_order_relaxed);
     auto changed = [&] { return q.completed.load(std::memory_order_acquire) != seen; };
     lk.unlock();
@@ -294,6 +294,10 @@ void Comm::help(OpQueue& q, Finished finished) {
       if (polls % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
     }
     lk.lock();
+    if (!has_outer_progress()) {
+      q.changed.wait(lk, changed);
+      continue;
+    }
     while (!q.changed.wait_for(lk, kCheckEvery, changed)) {
       lk.unlock();
       outer_progress();

@@ -92,6 +92,7 @@ struct State {
   std::unordered_map<MPI_Request, Pending*> pending;
   std::vector<Pending*> orphans;
   std::atomic<int> pending_count{0};  // pending.size(): MPI_Wait's check without the lock
+  std::atomic<bool> any_orphans{false};  // !orphans.empty(): MPI_Iallreduce's, likewise
 };
 State g;
 
@@ -330,6 +331,7 @@ int free_fn(void* state) {
   std::lock_guard<std::mutex> lock(g.pending_mutex);
   forget(p);
   g.orphans.push_back(p);
+  g.any_orphans.store(true, std::memory_order_relaxed);
   return MPI_SUCCESS;
 }
 
@@ -360,6 +362,7 @@ void reap_orphans(bool wait) {
   {
     std::lock_guard<std::mutex> lock(g.pending_mutex);
     mine.swap(g.orphans);
+    g.any_orphans.store(false, std::memory_order_relaxed);
   }
   std::vector<Pending*> left;
   for (Pending* p : mine) {
@@ -374,11 +377,7 @@ void reap_orphans(bool wait) {
   if (left.empty()) return;
   std::lock_guard<std::mutex> lock(g.pending_mutex);
   g.orphans.insert(g.orphans.end(), left.begin(), left.end());
-}
-
-bool has_orphans() {
-  std::lock_guard<std::mutex> lock(g.pending_mutex);
-  return !g.orphans.empty();
+  g.any_orphans.store(true, std::memory_order_relaxed);
 }
 
 // What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
@@ -446,7 +445,7 @@ __attribute__((visibility("default"))) int MPI_Iallreduce(const void* sendbuf, v
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.iallreduce.calls[why]);
   if (why != kServed) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-  if (has_orphans()) reap_orphans(false);
+  if (g.any_orphans.load(std::memory_order_relaxed)) reap_orphans(false);
   auto* p = new Pending();
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &p->request) !=

@@ -18,6 +18,8 @@ void outer_progress() {
   if (t_outer_progress != nullptr) t_outer_progress();
 }
 
+bool has_outer_progress() { return t_outer_progress != nullptr; }
+
 void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   seq_ = seq;
   timeout_s_ = timeout_s;

@@ -30,6 +30,7 @@ using OuterProgress = void (*)();
 OuterProgress set_outer_progress(OuterProgress fn);
 // Runs this thread's hook, if it has one. Waits call it once per kCheckEvery.
 void outer_progress();
+bool has_outer_progress();  // this thread has a hook
 
 // How often a wait that found nothing checks its deadline, its peers and outer_progress.
 inline constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
