@@ -43,6 +43,13 @@
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations
+//   pmpi_conformance --large-count        the matrix and the pass-through cases through the
+//                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
+//                                         then MPI_Iallreduce_c with the completion calls above
+//   pmpi_conformance --huge               2 ranks: 2^31 + 11 uint8 sums (a count no int holds)
+//                                         through MPI_Allreduce_c, then MPI_Iallreduce_c +
+//                                         MPI_Wait, in place; every byte checked, and the
+//                                         bytes after the buffer untouched (2 GiB per rank)
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
 
@@ -69,14 +76,16 @@ void expect(bool ok, const std::string& what) {
 
 // Per thread (--thread-multiple runs one thread each way):
 thread_local bool g_nonblocking = false;  // allreduce(): MPI_Iallreduce and a completion call
+thread_local bool g_large = false;        // the large-count functions (MPI_Allreduce_c, ...)
 thread_local int g_style = 0;             // which completion call the next one uses
 
 // MPI_Iallreduce, then one completion call, a different one each time (mixed with MPI's own
 // point-to-point requests in MPI_Waitall). Returns the first error.
-int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm) {
   MPI_Request req = MPI_REQUEST_NULL;
-  int rc = MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+  int rc = g_large ? MPI_Iallreduce_c(send, recv, count, type, op, comm, &req)
+                   : MPI_Iallreduce(send, recv, static_cast<int>(count), type, op, comm, &req);
   if (rc != MPI_SUCCESS) return rc;
   int flag = 0, index = -1, outcount = 0;
   switch (g_style++ % 8) {
@@ -140,10 +149,11 @@ int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_O
   return rc;
 }
 
-int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+int allreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
               MPI_Comm comm) {
-  return g_nonblocking ? iallreduce(send, recv, count, type, op, comm)
-                       : MPI_Allreduce(send, recv, count, type, op, comm);
+  if (g_nonblocking) return iallreduce(send, recv, count, type, op, comm);
+  if (g_large) return MPI_Allreduce_c(send, recv, count, type, op, comm);
+  return MPI_Allreduce(send, recv, static_cast<int>(count), type, op, comm);
 }
 
 // Exact integer inputs per op (as in test/common/pattern.h, but MPI-only here).
@@ -474,6 +484,40 @@ void progress_while_waiting(const std::string& how) {
   expect(MPI_Wait(&send, MPI_STATUS_IGNORE) == MPI_SUCCESS, how + ": the send completes");
 }
 
+// A count no int holds, through the large-count functions: 2^31 + 11 uint8 sums in place,
+// blocking, then non-blocking. Every byte is checked, and the 16 after the buffer.
+void huge() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const MPI_Count count = (MPI_Count{1} << 31) + 11;
+  const size_t n = static_cast<size_t>(count);
+  auto val = [](int r, size_t i) { return static_cast<uint8_t>(i * 7 + (i >> 20) + r * 3); };
+  std::vector<uint8_t> buf(n + 16);
+  for (int nonblocking = 0; nonblocking < 2; ++nonblocking) {
+    for (size_t i = 0; i < n; ++i) buf[i] = val(g_rank, i);
+    std::memset(buf.data() + n, 0x5a, 16);
+    int rc = MPI_SUCCESS;
+    if (nonblocking) {
+      MPI_Request req = MPI_REQUEST_NULL;
+      rc = MPI_Iallreduce_c(MPI_IN_PLACE, buf.data(), count, MPI_UINT8_T, MPI_SUM,
+                            MPI_COMM_WORLD, &req);
+      if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+      rc = MPI_Allreduce_c(MPI_IN_PLACE, buf.data(), count, MPI_UINT8_T, MPI_SUM, MPI_COMM_WORLD);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      uint8_t want = 0;
+      for (int r = 0; r < p; ++r) want = static_cast<uint8_t>(want + val(r, i));
+      bad += buf[i] != want;
+    }
+    for (size_t i = n; i < n + 16; ++i) bad += buf[i] != 0x5a;
+    const std::string fn = nonblocking ? "MPI_Iallreduce_c" : "MPI_Allreduce_c";
+    expect(rc == MPI_SUCCESS, fn + " of 2^31 + 11 uint8: MPI_SUCCESS");
+    expect(bad == 0, fn + " of 2^31 + 11 uint8: " + std::to_string(bad) + " wrong bytes");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -522,6 +566,19 @@ int main(int argc, char** argv) {
     progress_while_waiting(argc > 2 ? argv[2] : "");
   } else if (mode == "--request-free") {
     request_free(MPI_COMM_WORLD);
+  } else if (mode == "--large-count") {
+    g_large = true;
+    MPI_Comm split;
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &split);
+    matrix(MPI_COMM_WORLD, true);
+    matrix(split, false);
+    passthrough(MPI_COMM_WORLD);
+    g_nonblocking = true;
+    matrix(MPI_COMM_WORLD, false);
+    passthrough(MPI_COMM_WORLD);
+    MPI_Comm_free(&split);
+  } else if (mode == "--huge") {
+    huge();
   } else if (mode == "--nonblocking") {
     g_nonblocking = true;
     MPI_Comm split;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_preloaded.sh PRELOAD_LIB NRANKS PROGRAM [ARGS...]: runs an MPI program under the PMPI
 # interposer with COLLX_MPI_VERBOSE=1 and fails if the program fails, or if the number of
-# MPI_Allreduce and MPI_Iallreduce calls libcollx served is not what EXPECT_SERVED says:
+# MPI_Allreduce, MPI_Iallreduce, MPI_Allreduce_c and MPI_Iallreduce_c calls libcollx served
+# is not what EXPECT_SERVED says:
 # "some" (the default, at least one), "none" (exactly zero: interception off or everything
 # passed through) or "off" (interception refused at MPI_Init with a message that says why,
 # e.g. a malformed COLLX_* variable: then no statistics, since the settings could not be
@@ -16,9 +17,9 @@ log=$(mktemp)
 mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 "$@" 2> >(tee "$log" >&2)
 status=$?
 wait
-# Each function's statistics (the MPI_Iallreduce ones only if it was called), summed.
+# Each function's statistics (MPI_Allreduce's always, the others' if they were called), summed.
 sum() { sed -n "$1" "$log" | awk '{ s += $1; n++ } END { if (n) print s }'; }
-served=$(sum 's/.*MPI_[AI][a-z]*reduce calls (all ranks): \([0-9]*\) served.*/\1/p')
+served=$(sum 's/.*MPI_[A-Za-z_]* calls (all ranks): \([0-9]*\) served.*/\1/p')
 failed=$(sum 's/.* \([0-9]*\) of the served calls failed.*/\1/p')
 failed=${failed:-0}
 unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
@@ -52,4 +53,4 @@ if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
   exit 1
 fi
-echo "libcollx served $served MPI_Allreduce and MPI_Iallreduce calls ($failed failed)"
+echo "libcollx served $served calls of the allreduce functions ($failed failed)"

@@ -45,7 +45,7 @@ const ConfigRow kRows[] = {
      "rank that differs and both calls. Set it on all ranks or none."},
     {"COLLX_MPI", "bool", "1",
      "Under LD_PRELOAD=libcollx_mpi.so: 0 turns interception off entirely (every "
-     "MPI_Allreduce and MPI_Iallreduce goes to the MPI library)."},
+     "MPI_Allreduce, MPI_Iallreduce and their large-count _c twins goes to the MPI library)."},
     {"COLLX_NODE", "name", "",
      "Node identity override: ranks with the same value are treated as sharing a node (default: "
      "the hostname and the kernel's boot id)."},
@@ -102,8 +102,8 @@ const ConfigRow kRows[] = {
      "per communicator destroyed: the last one wins)."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce (and "
-     "MPI_Iallreduce) calls libcollx served (and how many of those failed) and how many it "
-     "passed through, per reason."},
+     "MPI_Iallreduce, MPI_Allreduce_c, MPI_Iallreduce_c) calls libcollx served (and how many "
+     "of those failed) and how many it passed through, per reason."},
     {nullptr, nullptr, nullptr, nullptr},
 };
 

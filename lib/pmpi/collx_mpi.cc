@@ -1,4 +1,5 @@
-// libcollx_mpi.so: MPI_Allreduce and MPI_Iallreduce through libcollx for unmodified MPI
+// libcollx_mpi.so: MPI_Allreduce and MPI_Iallreduce (and their large-count twins
+// MPI_Allreduce_c and MPI_Iallreduce_c, MPI 4.0) through libcollx for unmodified MPI
 // programs (MPICH ABI),
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so ./app
 //
@@ -61,6 +62,12 @@ const char* const kReasonNames[] = {"served by libcollx", "invalid arguments", "
                                     "intercommunicator", "datatype", "op",
                                     "communicator unusable"};
 
+// The functions the preload serves. A large-count one (_c) takes an MPI_Count, and passes
+// through to its own PMPI twin.
+enum Fn { kAllreduce, kIallreduce, kAllreduceC, kIallreduceC, kFnCount };
+const char* const kFnNames[] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c",
+                                "MPI_Iallreduce_c"};
+
 // The statistics of one function (COLLX_MPI_VERBOSE). Atomic: under MPI_THREAD_MULTIPLE
 // calls come from several threads at once.
 struct Counts {
@@ -73,6 +80,7 @@ struct Pending {
   collx_request_t request = nullptr;  // null once the operation completed
   MPI_Request mpi = MPI_REQUEST_NULL;  // the generalized request
   int error = MPI_SUCCESS;             // what MPI's completion call reports
+  Fn fn = kIallreduce;                 // which function posted it (for the statistics)
 };
 
 struct State {
@@ -81,7 +89,7 @@ struct State {
   bool thread_multiple = false;
   Reason off_reason = kNotReady;
   int keyval = MPI_KEYVAL_INVALID;
-  Counts allreduce, iallreduce;
+  Counts counts[kFnCount];
   std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
   std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
   std::vector<MPI_Comm> comms;       // those with a Cached attribute
@@ -235,11 +243,18 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   return kServed;
 }
 
+// The MPI library's own MPI_Allreduce (fn kAllreduce) or MPI_Allreduce_c (kAllreduceC).
+int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  if (fn == kAllreduceC) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+  return PMPI_Allreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm);
+}
+
 // A call libcollx does not serve goes to the MPI library, which may not be CUDA-aware: device
 // buffers go through host copies of the datatype's extent (the bytes between its true lower
 // bound and its true upper bound over `count` elements).
-int pass_through(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                 MPI_Comm comm) {
+int pass_through(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   collx::MemoryQuery* q = g.enabled ? collx::cuda_memory_query() : nullptr;
   int device = -1;
   const bool device_buffers = q != nullptr && count > 0 &&
@@ -250,16 +265,16 @@ int pass_through(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
   if (!device_buffers || PMPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS ||
       PMPI_Type_get_true_extent(datatype, &true_lb, &true_extent) != MPI_SUCCESS || extent < 0 ||
       true_extent < 0) {
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   }
   const collx::Extent e{true_lb, static_cast<size_t>(true_extent) +
                                      static_cast<size_t>(count - 1) * static_cast<size_t>(extent)};
   int rc = MPI_SUCCESS;
   const collx::Status st = collx::with_host_copies(
       q, collx::cuda_copy, sendbuf, recvbuf, MPI_IN_PLACE, e,
-      [&](const void* s, void* r) { rc = PMPI_Allreduce(s, r, count, datatype, op, comm); });
+      [&](const void* s, void* r) { rc = pmpi_allreduce(fn, s, r, count, datatype, op, comm); });
   if (st.ok()) return rc;
-  std::fprintf(stderr, "libcollx_mpi: MPI_Allreduce of device buffers failed: %s\n",
+  std::fprintf(stderr, "libcollx_mpi: %s of device buffers failed: %s\n", kFnNames[fn],
                st.message().c_str());
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
@@ -286,10 +301,11 @@ class MpiProgress {
   collx::OuterProgress before_;
 };
 
-// A served call that failed: counted, and said on stderr (libcollx's message).
-void report_failure(Counts& counts, const char* fn) {
-  tally(counts.failed);
-  std::fprintf(stderr, "libcollx_mpi: %s failed: %s\n", fn, collx_last_error());
+// A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
+void report_failure(Fn fn, const char* context = "") {
+  tally(g.counts[fn].failed);
+  std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
+               collx_last_error());
 }
 
 void forget(Pending* p) {  // under g.pending_mutex
@@ -301,7 +317,7 @@ void forget(Pending* p) {  // under g.pending_mutex
 // completion call reports it (query_fn), then frees the request (free_fn).
 void complete(Pending* p, collx_status_t st) {
   if (st != COLLX_SUCCESS) {
-    report_failure(g.iallreduce, "MPI_Iallreduce");
+    report_failure(p->fn);
     p->error = MPI_ERR_OTHER;
   }
   {
@@ -371,7 +387,7 @@ void reap_orphans(bool wait) {
       left.push_back(p);
       continue;
     }
-    if (st != COLLX_SUCCESS) report_failure(g.iallreduce, "MPI_Iallreduce (request freed)");
+    if (st != COLLX_SUCCESS) report_failure(p->fn, " (request freed)");
     delete p;
   }
   if (left.empty()) return;
@@ -396,6 +412,71 @@ void print_counts(const char* fn, const long long* total) {
   }
 }
 
+// MPI_Allreduce and MPI_Allreduce_c (`fn`).
+int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+              MPI_Op op, MPI_Comm comm) {
+  collx_dtype_t d = COLLX_INT8;
+  collx_op_t o = COLLX_SUM;
+  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o);
+  collx_comm_t c = nullptr;
+  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
+  tally(g.counts[fn].calls[why]);
+  if (why != kServed) return pass_through(fn, sendbuf, recvbuf, count, datatype, op, comm);
+  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  const MpiProgress progress;
+  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
+    return MPI_SUCCESS;
+  }
+  // As MPI does: through the communicator's error handler (fatal by default).
+  report_failure(fn);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+// MPI_Iallreduce and MPI_Iallreduce_c (`fn`).
+int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  collx_dtype_t d = COLLX_INT8;
+  collx_op_t o = COLLX_SUM;
+  Reason why = count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o);
+  collx_comm_t c = nullptr;
+  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
+  tally(g.counts[fn].calls[why]);
+  if (why != kServed) {
+    if (fn == kIallreduceC) {
+      return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    return PMPI_Iallreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm,
+                           request);
+  }
+  if (g.any_orphans.load(std::memory_order_relaxed)) reap_orphans(false);
+  auto* p = new Pending();
+  p->fn = fn;
+  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &p->request) !=
+      COLLX_SUCCESS) {
+    delete p;
+    report_failure(fn);
+    *request = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+  }
+  const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
+  if (rc != MPI_SUCCESS) {  // (MPI is out of requests) the operation is posted: end it here
+    collx_wait(&p->request);
+    delete p;
+    *request = MPI_REQUEST_NULL;
+    return rc;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g.pending_mutex);
+    g.pending.emplace(p->mpi, p);
+    g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
+  }
+  *request = p->mpi;
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -416,60 +497,27 @@ __attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** ar
 __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, void* recvbuf,
                                                          int count, MPI_Datatype datatype,
                                                          MPI_Op op, MPI_Comm comm) {
-  collx_dtype_t d = COLLX_INT8;
-  collx_op_t o = COLLX_SUM;
-  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o);
-  collx_comm_t c = nullptr;
-  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.allreduce.calls[why]);
-  if (why != kServed) return pass_through(sendbuf, recvbuf, count, datatype, op, comm);
-  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
-  const MpiProgress progress;
-  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
-    return MPI_SUCCESS;
-  }
-  // As MPI does: through the communicator's error handler (fatal by default).
-  report_failure(g.allreduce, "MPI_Allreduce");
-  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-  return MPI_ERR_OTHER;
+  return allreduce(kAllreduce, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Allreduce_c(const void* sendbuf, void* recvbuf,
+                                                           MPI_Count count, MPI_Datatype datatype,
+                                                           MPI_Op op, MPI_Comm comm) {
+  return allreduce(kAllreduceC, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 __attribute__((visibility("default"))) int MPI_Iallreduce(const void* sendbuf, void* recvbuf,
                                                           int count, MPI_Datatype datatype,
                                                           MPI_Op op, MPI_Comm comm,
                                                           MPI_Request* request) {
-  collx_dtype_t d = COLLX_INT8;
-  collx_op_t o = COLLX_SUM;
-  Reason why = count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o);
-  collx_comm_t c = nullptr;
-  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.iallreduce.calls[why]);
-  if (why != kServed) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-  if (g.any_orphans.load(std::memory_order_relaxed)) reap_orphans(false);
-  auto* p = new Pending();
-  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
-  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &p->request) !=
-      COLLX_SUCCESS) {
-    delete p;
-    report_failure(g.iallreduce, "MPI_Iallreduce");
-    *request = MPI_REQUEST_NULL;
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
-  }
-  const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
-  if (rc != MPI_SUCCESS) {  // (MPI is out of requests) the operation is posted: end it here
-    collx_wait(&p->request);
-    delete p;
-    *request = MPI_REQUEST_NULL;
-    return rc;
-  }
-  {
-    std::lock_guard<std::mutex> lock(g.pending_mutex);
-    g.pending.emplace(p->mpi, p);
-    g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
-  }
-  *request = p->mpi;
-  return MPI_SUCCESS;
+  return iallreduce(kIallreduce, sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+__attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf,
+                                                            MPI_Count count, MPI_Datatype datatype,
+                                                            MPI_Op op, MPI_Comm comm,
+                                                            MPI_Request* request) {
+  return iallreduce(kIallreduceC, sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 // MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
@@ -503,22 +551,24 @@ __attribute__((visibility("default"))) int MPI_Finalize(void) {
   }
   if (g.verbose) {
     // Per function: the calls per reason, then the failed ones; last, the failed frees.
-    constexpr int kPer = kReasonCount + 1, kAll = 2 * kPer + 1;
+    constexpr int kPer = kReasonCount + 1, kAll = kFnCount * kPer + 1;
     long long local[kAll] = {}, total[kAll] = {};
-    const Counts* counts[2] = {&g.allreduce, &g.iallreduce};
-    for (int f = 0; f < 2; ++f) {
-      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = counts[f]->calls[i].load();
-      local[f * kPer + kReasonCount] = counts[f]->failed.load();
+    for (int f = 0; f < kFnCount; ++f) {
+      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
+      local[f * kPer + kReasonCount] = g.counts[f].failed.load();
     }
     local[kAll - 1] = g.free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-      print_counts("MPI_Allreduce", total);
-      long long icalls = 0;
-      for (int i = 0; i < kReasonCount; ++i) icalls += total[kPer + i];
-      if (icalls > 0) print_counts("MPI_Iallreduce", total + kPer);
+      // MPI_Allreduce's always (a program that never calls it shows zeros), the others' if
+      // they were called.
+      for (int f = 0; f < kFnCount; ++f) {
+        long long calls = 0;
+        for (int i = 0; i < kReasonCount; ++i) calls += total[f * kPer + i];
+        if (f == kAllreduce || calls > 0) print_counts(kFnNames[f], total + f * kPer);
+      }
       if (total[kAll - 1] > 0) {
         std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
                      total[kAll - 1]);
