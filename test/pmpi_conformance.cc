@@ -168,8 +168,12 @@ int64_t value(char op, int r, size_t i) {
   }
 }
 
+// Which ops MPI allows on a type: all seven on integers, no bitwise ones on floating types,
+// only bitwise ones on MPI_BYTE.
+enum Kind { kInteger, kFloat, kByte };
+
 template <typename T>
-void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, bool is_float,
+void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, Kind kind,
               const std::vector<size_t>& counts) {
   int p = 0, rank = 0;
   MPI_Comm_size(comm, &p);
@@ -179,7 +183,8 @@ void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, bool is_float
                         {MPI_MAX, '>', "max"}, {MPI_BAND, '&', "band"}, {MPI_BOR, '|', "bor"},
                         {MPI_BXOR, '^', "bxor"}};
   for (const OpCase& oc : ops) {
-    if (is_float && (oc.c == '&' || oc.c == '|' || oc.c == '^')) continue;
+    const bool bitwise = oc.c == '&' || oc.c == '|' || oc.c == '^';
+    if ((kind == kFloat && bitwise) || (kind == kByte && !bitwise)) continue;
     // Unsigned min/max: non-negative inputs, so that int64 and the type order them alike.
     const int64_t shift = (std::is_unsigned_v<T> && (oc.c == '<' || oc.c == '>')) ? 5 : 0;
     auto val = [&](int r, size_t i) { return value(oc.c, r, i) + shift; };
@@ -238,27 +243,49 @@ void matrix(MPI_Comm comm, bool big) {
   std::vector<size_t> counts = {0, 1, 3, 17, 1000, 65543};
   if (big) counts.push_back((1u << 20) + 7);
   const std::vector<size_t> small = {0, 1, 5, 1003};
-  run_type<int8_t>(comm, MPI_CHAR, "MPI_CHAR", false, counts);
-  run_type<int8_t>(comm, MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", false, small);
-  run_type<uint8_t>(comm, MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", false, small);
-  run_type<short>(comm, MPI_SHORT, "MPI_SHORT", false, small);
-  run_type<unsigned short>(comm, MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", false, small);
-  run_type<int>(comm, MPI_INT, "MPI_INT", false, counts);
-  run_type<unsigned>(comm, MPI_UNSIGNED, "MPI_UNSIGNED", false, small);
-  run_type<long>(comm, MPI_LONG, "MPI_LONG", false, small);
-  run_type<unsigned long>(comm, MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", false, small);
-  run_type<long long>(comm, MPI_LONG_LONG, "MPI_LONG_LONG", false, small);
-  run_type<unsigned long long>(comm, MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG", false, small);
-  run_type<int8_t>(comm, MPI_INT8_T, "MPI_INT8_T", false, small);
-  run_type<uint8_t>(comm, MPI_UINT8_T, "MPI_UINT8_T", false, small);
-  run_type<int16_t>(comm, MPI_INT16_T, "MPI_INT16_T", false, small);
-  run_type<uint16_t>(comm, MPI_UINT16_T, "MPI_UINT16_T", false, small);
-  run_type<int32_t>(comm, MPI_INT32_T, "MPI_INT32_T", false, small);
-  run_type<uint32_t>(comm, MPI_UINT32_T, "MPI_UINT32_T", false, small);
-  run_type<int64_t>(comm, MPI_INT64_T, "MPI_INT64_T", false, small);
-  run_type<uint64_t>(comm, MPI_UINT64_T, "MPI_UINT64_T", false, small);
-  run_type<float>(comm, MPI_FLOAT, "MPI_FLOAT", true, counts);
-  run_type<double>(comm, MPI_DOUBLE, "MPI_DOUBLE", true, counts);
+  run_type<int8_t>(comm, MPI_CHAR, "MPI_CHAR", kInteger, counts);
+  run_type<int8_t>(comm, MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", kInteger, small);
+  run_type<uint8_t>(comm, MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", kInteger, small);
+  run_type<short>(comm, MPI_SHORT, "MPI_SHORT", kInteger, small);
+  run_type<unsigned short>(comm, MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", kInteger, small);
+  run_type<int>(comm, MPI_INT, "MPI_INT", kInteger, counts);
+  run_type<unsigned>(comm, MPI_UNSIGNED, "MPI_UNSIGNED", kInteger, small);
+  run_type<long>(comm, MPI_LONG, "MPI_LONG", kInteger, small);
+  run_type<unsigned long>(comm, MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", kInteger, small);
+  run_type<long long>(comm, MPI_LONG_LONG, "MPI_LONG_LONG", kInteger, small);
+  run_type<unsigned long long>(comm, MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG", kInteger,
+                               small);
+  run_type<int8_t>(comm, MPI_INT8_T, "MPI_INT8_T", kInteger, small);
+  run_type<uint8_t>(comm, MPI_UINT8_T, "MPI_UINT8_T", kInteger, small);
+  run_type<int16_t>(comm, MPI_INT16_T, "MPI_INT16_T", kInteger, small);
+  run_type<uint16_t>(comm, MPI_UINT16_T, "MPI_UINT16_T", kInteger, small);
+  run_type<int32_t>(comm, MPI_INT32_T, "MPI_INT32_T", kInteger, small);
+  run_type<uint32_t>(comm, MPI_UINT32_T, "MPI_UINT32_T", kInteger, small);
+  run_type<int64_t>(comm, MPI_INT64_T, "MPI_INT64_T", kInteger, small);
+  run_type<uint64_t>(comm, MPI_UINT64_T, "MPI_UINT64_T", kInteger, small);
+  run_type<float>(comm, MPI_FLOAT, "MPI_FLOAT", kFloat, counts);
+  run_type<double>(comm, MPI_DOUBLE, "MPI_DOUBLE", kFloat, counts);
+  // Fortran's types (from C, as MPI allows; their sizes are MPICH's on Debian, checked first),
+  // the multi-language ones and MPI_BYTE: once per run (with `big`), as only the mapping of
+  // types differs from the above.
+  if (!big) return;
+  int size_integer = 0, size_real = 0;
+  MPI_Type_size(MPI_INTEGER, &size_integer);
+  MPI_Type_size(MPI_REAL, &size_real);
+  expect(size_integer == 4 && size_real == 4, "MPI_INTEGER and MPI_REAL have 4 bytes");
+  run_type<int32_t>(comm, MPI_INTEGER, "MPI_INTEGER", kInteger, small);
+  run_type<float>(comm, MPI_REAL, "MPI_REAL", kFloat, small);
+  run_type<double>(comm, MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", kFloat, small);
+  run_type<int8_t>(comm, MPI_INTEGER1, "MPI_INTEGER1", kInteger, small);
+  run_type<int16_t>(comm, MPI_INTEGER2, "MPI_INTEGER2", kInteger, small);
+  run_type<int32_t>(comm, MPI_INTEGER4, "MPI_INTEGER4", kInteger, small);
+  run_type<int64_t>(comm, MPI_INTEGER8, "MPI_INTEGER8", kInteger, small);
+  run_type<float>(comm, MPI_REAL4, "MPI_REAL4", kFloat, small);
+  run_type<double>(comm, MPI_REAL8, "MPI_REAL8", kFloat, small);
+  run_type<MPI_Aint>(comm, MPI_AINT, "MPI_AINT", kInteger, small);
+  run_type<MPI_Offset>(comm, MPI_OFFSET, "MPI_OFFSET", kInteger, small);
+  run_type<MPI_Count>(comm, MPI_COUNT, "MPI_COUNT", kInteger, small);
+  run_type<uint8_t>(comm, MPI_BYTE, "MPI_BYTE", kByte, small);
 }
 
 void user_sum(void* in, void* inout, int* len, MPI_Datatype*) {
@@ -300,6 +327,20 @@ void passthrough(MPI_Comm comm) {
   int l = rank == 0 ? 0 : 1, lr = -1;
   expect(allreduce(&l, &lr, 1, MPI_INT, MPI_LAND, comm) == MPI_SUCCESS && lr == 0,
          "MPI_LAND");
+  // Ops MPI does not define for the type: MPICH's own MPI_ERR_OP, recvbuf untouched.
+  struct Bad { MPI_Datatype type; MPI_Op op; const char* name; };
+  for (const Bad& b : {Bad{MPI_BYTE, MPI_SUM, "MPI_SUM on MPI_BYTE"},
+                       Bad{MPI_FLOAT, MPI_BXOR, "MPI_BXOR on MPI_FLOAT"},
+                       Bad{MPI_REAL, MPI_BAND, "MPI_BAND on MPI_REAL"}}) {
+    uint32_t in[2] = {1, 2}, out[2] = {7, 7};
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    const int brc = allreduce(in, out, b.type == MPI_BYTE ? 8 : 2, b.type, b.op, comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+    int bcls = MPI_SUCCESS;
+    if (brc != MPI_SUCCESS) MPI_Error_class(brc, &bcls);
+    expect(brc != MPI_SUCCESS && bcls == MPI_ERR_OP && out[0] == 7 && out[1] == 7,
+           std::string(b.name) + ": MPICH's own MPI_ERR_OP");
+  }
 }
 
 // MPI_Comm_free of one communicator in one thread while another thread reduces on another,

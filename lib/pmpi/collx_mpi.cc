@@ -6,8 +6,9 @@
 // A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
 // communicator (bootstrapped with PMPI_Allgather on it), cached on it with an attribute whose
 // delete callback destroys it (MPI_Comm_free, or MPI_Finalize for those still alive), so dups,
-// splits and reordered communicators each get their own. Contiguous predefined integer and
-// floating types with sum/prod/min/max/band/bor/bxor take the fast path; everything else, and
+// splits and reordered communicators each get their own. Contiguous predefined integer
+// (C and Fortran), floating and byte types with sum/prod/min/max/band/bor/bxor (as MPI allows
+// them by type) take the fast path; everything else, and
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
 // buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
 //
@@ -133,6 +134,100 @@ Cached* cached_on(MPI_Comm comm) {
   return found ? static_cast<Cached*>(value) : nullptr;
 }
 
+// The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
+// point, byte and multi-language types that libcollx has), by kind. Their libcollx type follows
+// from kind and size, which MPI_Init reads from the MPI library (MPI_INTEGER, MPI_LONG, ... have
+// the sizes that library was built with). The most used come first: classify scans the list.
+enum Kind { kSigned, kUnsigned, kFloat, kByte };  // kByte: MPI_BYTE, bitwise ops only
+struct TypeKind {
+  MPI_Datatype mpi;
+  Kind kind;
+};
+const TypeKind kTypes[] = {
+    {MPI_FLOAT, kFloat},           {MPI_DOUBLE, kFloat},           {MPI_INT, kSigned},
+    {MPI_LONG, kSigned},           {MPI_LONG_LONG, kSigned},       {MPI_UNSIGNED, kUnsigned},
+    {MPI_UNSIGNED_LONG, kUnsigned}, {MPI_UNSIGNED_LONG_LONG, kUnsigned},
+    // (MPICH's char is signed: MPI_CHAR with MPI_SUM wraps like signed char there.)
+    {MPI_CHAR, kSigned},           {MPI_SIGNED_CHAR, kSigned},     {MPI_UNSIGNED_CHAR, kUnsigned},
+    {MPI_SHORT, kSigned},          {MPI_UNSIGNED_SHORT, kUnsigned},
+    {MPI_INT8_T, kSigned},         {MPI_UINT8_T, kUnsigned},       {MPI_INT16_T, kSigned},
+    {MPI_UINT16_T, kUnsigned},     {MPI_INT32_T, kSigned},         {MPI_UINT32_T, kUnsigned},
+    {MPI_INT64_T, kSigned},        {MPI_UINT64_T, kUnsigned},
+    // Fortran's, usable from C too.
+    {MPI_REAL, kFloat},            {MPI_DOUBLE_PRECISION, kFloat}, {MPI_INTEGER, kSigned},
+    {MPI_REAL4, kFloat},           {MPI_REAL8, kFloat},            {MPI_INTEGER1, kSigned},
+    {MPI_INTEGER2, kSigned},       {MPI_INTEGER4, kSigned},        {MPI_INTEGER8, kSigned},
+    {MPI_AINT, kSigned},           {MPI_OFFSET, kSigned},          {MPI_COUNT, kSigned},
+    {MPI_BYTE, kByte},
+};
+constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
+
+// What MPI_Init found for kTypes[i]: its libcollx type, or served[i] false (a size libcollx
+// has no type for, or a type this MPI library does not have).
+struct TypeTable {
+  bool served[kTypeCount] = {};
+  collx_dtype_t dtype[kTypeCount] = {};
+};
+TypeTable g_types;
+
+// The libcollx type of a `kind` of `size` bytes; false if libcollx has none (MPI_REAL16).
+bool dtype_of(Kind kind, int size, collx_dtype_t* d) {
+  static const collx_dtype_t kSignedBySize[] = {COLLX_INT8, COLLX_INT16, COLLX_INT32, COLLX_INT64};
+  static const collx_dtype_t kUnsignedBySize[] = {COLLX_UINT8, COLLX_UINT16, COLLX_UINT32,
+                                                  COLLX_UINT64};
+  switch (kind) {
+    case kFloat:
+      *d = size == 4 ? COLLX_FLOAT32 : COLLX_FLOAT64;
+      return size == 4 || size == 8;
+    case kByte:
+      *d = COLLX_UINT8;
+      return size == 1;
+    default:
+      for (int i = 0; i < 4; ++i) {
+        if (size == 1 << i) {
+          *d = kind == kSigned ? kSignedBySize[i] : kUnsignedBySize[i];
+          return true;
+        }
+      }
+      return false;
+  }
+}
+
+void load_types() {
+  for (int i = 0; i < kTypeCount; ++i) {
+    int size = 0;
+    g_types.served[i] = kTypes[i].mpi != MPI_DATATYPE_NULL &&
+                        PMPI_Type_size(kTypes[i].mpi, &size) == MPI_SUCCESS &&
+                        dtype_of(kTypes[i].kind, size, &g_types.dtype[i]);
+  }
+}
+
+// The libcollx type and kind of `t`, if the preload serves it.
+bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind) {
+  for (int i = 0; i < kTypeCount; ++i) {
+    if (kTypes[i].mpi == t) {
+      *d = g_types.dtype[i];
+      *kind = kTypes[i].kind;
+      return g_types.served[i];
+    }
+  }
+  return false;
+}
+
+// MPI's table of ops by type: bitwise ops on integers and bytes, the others on numbers.
+bool to_op(MPI_Op op, Kind kind, collx_op_t* o) {
+  const bool number = kind != kByte, bits = kind != kFloat;
+  if (op == MPI_SUM && number) *o = COLLX_SUM;
+  else if (op == MPI_PROD && number) *o = COLLX_PROD;
+  else if (op == MPI_MIN && number) *o = COLLX_MIN;
+  else if (op == MPI_MAX && number) *o = COLLX_MAX;
+  else if (op == MPI_BAND && bits) *o = COLLX_BAND;
+  else if (op == MPI_BOR && bits) *o = COLLX_BOR;
+  else if (op == MPI_BXOR && bits) *o = COLLX_BXOR;
+  else return false;  // MPI's own answer, or its own error, for everything else
+  return true;
+}
+
 void after_init(int provided) {
   collx::Config config;
   const collx::Status st = collx::load_config(&config);
@@ -152,48 +247,8 @@ void after_init(int provided) {
     return;
   }
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &g.keyval, nullptr);
+  load_types();
   g.enabled = true;
-}
-
-bool to_dtype(MPI_Datatype t, collx_dtype_t* d) {
-  struct Map {
-    MPI_Datatype mpi;
-    collx_dtype_t collx;
-  };
-  // MPICH's char is signed (MPI_CHAR with MPI_SUM wraps like signed char there).
-  static const Map kMap[] = {
-      {MPI_CHAR, COLLX_INT8},           {MPI_SIGNED_CHAR, COLLX_INT8},
-      {MPI_UNSIGNED_CHAR, COLLX_UINT8}, {MPI_SHORT, COLLX_INT16},
-      {MPI_UNSIGNED_SHORT, COLLX_UINT16}, {MPI_INT, COLLX_INT32},
-      {MPI_UNSIGNED, COLLX_UINT32},     {MPI_LONG, sizeof(long) == 8 ? COLLX_INT64 : COLLX_INT32},
-      {MPI_UNSIGNED_LONG, sizeof(long) == 8 ? COLLX_UINT64 : COLLX_UINT32},
-      {MPI_LONG_LONG, COLLX_INT64},     {MPI_UNSIGNED_LONG_LONG, COLLX_UINT64},
-      {MPI_INT8_T, COLLX_INT8},         {MPI_UINT8_T, COLLX_UINT8},
-      {MPI_INT16_T, COLLX_INT16},       {MPI_UINT16_T, COLLX_UINT16},
-      {MPI_INT32_T, COLLX_INT32},       {MPI_UINT32_T, COLLX_UINT32},
-      {MPI_INT64_T, COLLX_INT64},       {MPI_UINT64_T, COLLX_UINT64},
-      {MPI_FLOAT, COLLX_FLOAT32},       {MPI_DOUBLE, COLLX_FLOAT64},
-  };
-  for (const Map& m : kMap) {
-    if (m.mpi == t) {
-      *d = m.collx;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool to_op(MPI_Op op, collx_dtype_t d, collx_op_t* o) {
-  const bool is_float = d == COLLX_FLOAT32 || d == COLLX_FLOAT64;
-  if (op == MPI_SUM) *o = COLLX_SUM;
-  else if (op == MPI_PROD) *o = COLLX_PROD;
-  else if (op == MPI_MIN) *o = COLLX_MIN;
-  else if (op == MPI_MAX) *o = COLLX_MAX;
-  else if (op == MPI_BAND && !is_float) *o = COLLX_BAND;
-  else if (op == MPI_BOR && !is_float) *o = COLLX_BOR;
-  else if (op == MPI_BXOR && !is_float) *o = COLLX_BXOR;
-  else return false;  // MPI's own answer, or its own error, for everything else
-  return true;
 }
 
 // One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
@@ -238,8 +293,9 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
     return kIntercomm;  // (a null communicator gets MPI's own error)
   }
-  if (!to_dtype(datatype, d)) return kDatatype;
-  if (!to_op(op, *d, o)) return kOp;
+  Kind kind = kSigned;
+  if (!to_dtype(datatype, d, &kind)) return kDatatype;
+  if (!to_op(op, kind, o)) return kOp;
   return kServed;
 }
 

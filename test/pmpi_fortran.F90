@@ -1,0 +1,117 @@
+! An ordinary Fortran MPI program (`use mpi`, or `use mpi_f08` built with -DUSE_MPI_F08; no
+! libcollx calls) for the PMPI interposer: MPICH's Fortran bindings call the C MPI_Allreduce,
+! MPI_Iallreduce and MPI_Wait, so the preload serves Fortran's types. Run it plain and with LD_PRELOAD=libcollx_mpi.so; both runs must produce
+! exactly the expected results. Covers MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION,
+! MPI_INTEGER8, MPI_Iallreduce with MPI_Wait and with MPI_Waitall, and MPI_LOGICAL with MPI_LAND
+! (which must pass through). Prints "N passed, N failed" on rank 0; exit status 1 on any failure.
+program pmpi_fortran
+#ifdef USE_MPI_F08
+  use mpi_f08
+  implicit none
+  type(MPI_Request) :: reqs(2)
+#else
+  use mpi
+  implicit none
+  integer :: reqs(2)
+#endif
+  integer, parameter :: n = 100003
+  integer :: ierr, rank, p, i, r, passed, failed, tally(2), total(2)
+  integer :: iv(n), xv(n), want_x
+  real :: rs(n), rv(n)
+  double precision :: ds(n), dv(n)
+  integer(kind=8) :: ls(n), lv(n)
+  logical :: flag, all_flag
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
+  passed = 0
+  failed = 0
+
+  ! MPI_INTEGER sum, in place.
+  do i = 1, n
+    iv(i) = mod(i, 1000) + 7 * rank
+  end do
+  call MPI_Allreduce(MPI_IN_PLACE, iv, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(iv(i) == p * mod(i, 1000) + 7 * p * (p - 1) / 2, &
+             i = 1, n)]), 'MPI_INTEGER sum in place')
+
+  ! MPI_REAL sum, out of place (small integers: exact in any order).
+  do i = 1, n
+    rs(i) = real(mod(i, 100) + rank)
+  end do
+  rv = -1.0
+  call MPI_Allreduce(rs, rv, n, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(rv(i) == real(p * mod(i, 100) + p * (p - 1) / 2), &
+             i = 1, n)]), 'MPI_REAL sum')
+
+  ! MPI_DOUBLE_PRECISION max.
+  do i = 1, n
+    ds(i) = dble(mod(i * 13 + rank * 7, 11)) - 5.0d0
+  end do
+  call MPI_Allreduce(ds, dv, n, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(dv(i) == maxval([(dble(mod(i * 13 + r * 7, 11)) - &
+             5.0d0, r = 0, p - 1)]), i = 1, n)]), 'MPI_DOUBLE_PRECISION max')
+
+  ! MPI_INTEGER8 min, values beyond 32 bits.
+  do i = 1, n
+    ls(i) = int(mod(i + 3 * rank, 17), 8) * 10000000000_8 - int(rank, 8)
+  end do
+  call MPI_Allreduce(ls, lv, n, MPI_INTEGER8, MPI_MIN, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(lv(i) == minval([(int(mod(i + 3 * r, 17), 8) * &
+             10000000000_8 - int(r, 8), r = 0, p - 1)]), i = 1, n)]), 'MPI_INTEGER8 min')
+
+  ! MPI_Iallreduce + MPI_Wait: MPI_INTEGER bxor.
+  do i = 1, n
+    xv(i) = ieor(mod(i, 30011) * 65521, rank * 40503)
+  end do
+  call MPI_Iallreduce(MPI_IN_PLACE, xv, n, MPI_INTEGER, MPI_BXOR, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+  flag = ierr == MPI_SUCCESS .and. reqs(1) == MPI_REQUEST_NULL
+  do i = 1, n
+    want_x = 0
+    do r = 0, p - 1
+      want_x = ieor(want_x, ieor(mod(i, 30011) * 65521, r * 40503))
+    end do
+    flag = flag .and. xv(i) == want_x
+  end do
+  call check(flag, 'MPI_Iallreduce + MPI_Wait: MPI_INTEGER bxor')
+
+  ! Two MPI_Iallreduce outstanding, one MPI_Waitall.
+  do i = 1, n
+    iv(i) = mod(i, 1000) + 7 * rank
+    rs(i) = real(mod(i, 100) + rank)
+  end do
+  call MPI_Iallreduce(MPI_IN_PLACE, iv, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Iallreduce(rs, rv, 3, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(iv(i) == p * mod(i, 1000) + 7 * p * (p - 1) / 2, &
+             i = 1, n)]) .and. all([(rv(i) == real(p * mod(i, 100) + p * (p - 1) / 2), &
+             i = 1, 3)]), 'two MPI_Iallreduce, one MPI_Waitall')
+
+  ! MPI_LOGICAL and MPI_LAND: the interposer passes it through to MPI.
+  flag = rank /= 1
+  call MPI_Allreduce(flag, all_flag, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. (all_flag .eqv. p < 2), 'MPI_LOGICAL land')
+
+  tally = [passed, failed]
+  call MPI_Reduce(tally, total, 2, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(I0," passed, ",I0," failed")', total(1), total(2)
+  call MPI_Bcast(total, 2, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Finalize(ierr)
+  if (total(2) /= 0) error stop 1
+
+contains
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (ok) then
+      passed = passed + 1
+    else
+      failed = failed + 1
+      print '("rank ",I0,": FAILED ",A)', rank, what
+    end if
+  end subroutine check
+
+end program pmpi_fortran
