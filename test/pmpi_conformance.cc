@@ -46,6 +46,10 @@
 //   pmpi_conformance --large-count        the matrix and the pass-through cases through the
 //                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
 //                                         then MPI_Iallreduce_c with the completion calls above
+//   pmpi_conformance --self-callback      MPI_Allreduce from a delete callback on MPI_COMM_SELF,
+//                                         which MPI_Finalize runs first (as libraries clean up);
+//                                         the only call of the run: under the preload it must
+//                                         be served (the preload finishes after it)
 //   pmpi_conformance --huge               2 ranks: 2^31 + 11 uint8 sums (a count no int holds)
 //                                         through MPI_Allreduce_c, then MPI_Iallreduce_c +
 //                                         MPI_Wait, in place; every byte checked, and the
@@ -559,6 +563,18 @@ void huge() {
   }
 }
 
+// MPI_COMM_SELF's delete callback of --self-callback: an allreduce while MPI_Finalize runs.
+bool g_self_ok = false;
+int self_callback(MPI_Comm, int, void*, void*) {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  std::vector<int> v = input(MPI_COMM_WORLD, 1000, 40);
+  g_self_ok = MPI_Allreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS &&
+              is_sum(MPI_COMM_WORLD, v, 40);
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -618,6 +634,14 @@ int main(int argc, char** argv) {
     matrix(MPI_COMM_WORLD, false);
     passthrough(MPI_COMM_WORLD);
     MPI_Comm_free(&split);
+  } else if (mode == "--self-callback") {
+    int keyval = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_callback, &keyval, nullptr);
+    MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+    ++g_passed;
+    const int rc = collx::test::mpi_finish(g_passed.load(), g_failed.load());
+    if (!g_self_ok) std::fprintf(stderr, "rank %d: FAILED the allreduce in MPI_COMM_SELF's delete callback\n", g_rank);
+    return g_self_ok ? rc : 1;
   } else if (mode == "--huge") {
     huge();
   } else if (mode == "--nonblocking") {

@@ -3,6 +3,10 @@
 // programs (MPICH ABI),
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so ./app
 //
+// The preload starts in MPI_Init (or at its first call, if the program initialised MPI
+// through PMPI_Init) and finishes in a delete callback on MPI_COMM_SELF, which MPI_Finalize
+// runs first of all (so it finishes however the program finalises).
+//
 // A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
 // communicator (bootstrapped with PMPI_Allgather on it), cached on it with an attribute whose
 // delete callback destroys it (MPI_Comm_free, or MPI_Finalize for those still alive), so dups,
@@ -228,7 +232,15 @@ bool to_op(MPI_Op op, Kind kind, collx_op_t* o) {
   return true;
 }
 
-void after_init(int provided) {
+// Reads the configuration and starts libcollx (once, with MPI initialised). In every case it
+// sets an attribute on MPI_COMM_SELF whose delete callback, finish(), runs at the start of
+// MPI_Finalize, MPI still working (MPI's hook for libraries: it runs however the program
+// finalises, even through a binding that calls PMPI_Finalize directly).
+int finish(MPI_Comm, int, void*, void*);
+void start(int provided) {
+  int self_keyval = MPI_KEYVAL_INVALID;
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish, &self_keyval, nullptr);
+  PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, nullptr);
   collx::Config config;
   const collx::Status st = collx::load_config(&config);
   g.verbose = st.ok() && config.mpi_verbose;
@@ -249,6 +261,25 @@ void after_init(int provided) {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &g.keyval, nullptr);
   load_types();
   g.enabled = true;
+}
+
+// Runs start() once MPI is initialised: from MPI_Init or MPI_Init_thread, or else from the
+// first intercepted call (MPICH's mpi_f08 bindings initialise through PMPI_Init directly).
+std::once_flag g_start_once;
+std::atomic<bool> g_started{false};
+
+void ensure_started() {
+  if (g_started.load(std::memory_order_acquire)) return;
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (!initialized || finalized) return;  // (an erroneous call: MPI's own error follows)
+  std::call_once(g_start_once, [] {
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    start(provided);
+    g_started.store(true, std::memory_order_release);
+  });
 }
 
 // One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
@@ -471,6 +502,7 @@ void print_counts(const char* fn, const long long* total) {
 // MPI_Allreduce and MPI_Allreduce_c (`fn`).
 int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
               MPI_Op op, MPI_Comm comm) {
+  ensure_started();
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
   Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o);
@@ -492,6 +524,7 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
 // MPI_Iallreduce and MPI_Iallreduce_c (`fn`).
 int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  ensure_started();
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
   Reason why = count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o);
@@ -533,20 +566,66 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   return MPI_SUCCESS;
 }
 
+// MPI_COMM_SELF's delete callback (set by start): at the start of MPI_Finalize, after the
+// program's own callbacks on MPI_COMM_SELF (MPI deletes them in the reverse order of setting),
+// ends the operations of freed requests, destroys the libcollx communicators left, and prints
+// the statistics. Calls after it go to the MPI library.
+int finish(MPI_Comm, int, void*, void*) {
+  if (g.enabled) {
+    reap_orphans(true);
+    std::vector<MPI_Comm> left = g.comms;
+    std::sort(left.begin(), left.end(), [](MPI_Comm a, MPI_Comm b) {
+      return destroy_order(a) < destroy_order(b);
+    });
+    for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, g.keyval);
+    PMPI_Comm_free_keyval(&g.keyval);
+    collx_finalize();
+    g.enabled = false;
+    g.off_reason = kNotReady;
+  }
+  if (g.verbose) {
+    // Per function: the calls per reason, then the failed ones; last, the failed frees.
+    constexpr int kPer = kReasonCount + 1, kAll = kFnCount * kPer + 1;
+    long long local[kAll] = {}, total[kAll] = {};
+    for (int f = 0; f < kFnCount; ++f) {
+      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
+      local[f * kPer + kReasonCount] = g.counts[f].failed.load();
+    }
+    local[kAll - 1] = g.free_failed.load();
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      // MPI_Allreduce's always (a program that never calls it shows zeros), the others' if
+      // they were called.
+      for (int f = 0; f < kFnCount; ++f) {
+        long long calls = 0;
+        for (int i = 0; i < kReasonCount; ++i) calls += total[f * kPer + i];
+        if (f == kAllreduce || calls > 0) print_counts(kFnNames[f], total + f * kPer);
+      }
+      if (total[kAll - 1] > 0) {
+        std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
+                     total[kAll - 1]);
+      }
+    }
+  }
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
 
 __attribute__((visibility("default"))) int MPI_Init(int* argc, char*** argv) {
   const int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) after_init(MPI_THREAD_SINGLE);
+  if (rc == MPI_SUCCESS) ensure_started();
   return rc;
 }
 
 __attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** argv, int required,
                                                            int* provided) {
   const int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) after_init(*provided);
+  if (rc == MPI_SUCCESS) ensure_started();
   return rc;
 }
 
@@ -592,46 +671,6 @@ __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_St
     }
   }
   return PMPI_Wait(request, status);
-}
-
-__attribute__((visibility("default"))) int MPI_Finalize(void) {
-  if (g.enabled) {
-    reap_orphans(true);
-    std::vector<MPI_Comm> left = g.comms;
-    std::sort(left.begin(), left.end(), [](MPI_Comm a, MPI_Comm b) {
-      return destroy_order(a) < destroy_order(b);
-    });
-    for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, g.keyval);
-    PMPI_Comm_free_keyval(&g.keyval);
-    collx_finalize();
-  }
-  if (g.verbose) {
-    // Per function: the calls per reason, then the failed ones; last, the failed frees.
-    constexpr int kPer = kReasonCount + 1, kAll = kFnCount * kPer + 1;
-    long long local[kAll] = {}, total[kAll] = {};
-    for (int f = 0; f < kFnCount; ++f) {
-      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
-      local[f * kPer + kReasonCount] = g.counts[f].failed.load();
-    }
-    local[kAll - 1] = g.free_failed.load();
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      // MPI_Allreduce's always (a program that never calls it shows zeros), the others' if
-      // they were called.
-      for (int f = 0; f < kFnCount; ++f) {
-        long long calls = 0;
-        for (int i = 0; i < kReasonCount; ++i) calls += total[f * kPer + i];
-        if (f == kAllreduce || calls > 0) print_counts(kFnNames[f], total + f * kPer);
-      }
-      if (total[kAll - 1] > 0) {
-        std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
-                     total[kAll - 1]);
-      }
-    }
-  }
-  return PMPI_Finalize();
 }
 
 }  // extern "C"
