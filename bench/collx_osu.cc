@@ -15,6 +15,8 @@
 // instead of keeping its core busy (a thread that waits for its GPU, say). --batch K: each
 // iteration posts K operations on K pairs of buffers, then waits for them in posting order
 // (MPI: MPI_Waitall), as a framework does with its gradient buckets; the latency is a batch's.
+// --poll: each operation is completed by a loop of collx_test (MPI_Test) instead of collx_wait
+// (MPI_Wait, MPI_Waitall), as a program that polls between pieces of work does.
 #include <mpi.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct Options {
   bool nonblocking = false;
   bool sleep_compute = false;  // --compute sleep
   int batch = 1;               // --batch K
+  bool poll = false;           // --poll
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -71,7 +74,7 @@ void usage(const char* prog) {
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
-               "          [--batch K]\n"
+               "          [--batch K] [--poll]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -86,7 +89,9 @@ void usage(const char* prog) {
                "  --nonblocking: time iallreduce + wait, and their overlap with computation\n"
                "  --compute sleep: that computation sleeps instead of keeping its core busy\n"
                "  --batch K: with --nonblocking, post K operations (K buffer pairs), then wait\n"
-               "         for all; latency and overlap are a batch's\n",
+               "         for all; latency and overlap are a batch's\n"
+               "  --poll: with --nonblocking, complete each operation with a loop of collx_test\n"
+               "         (MPI_Test) instead of collx_wait (MPI_Wait or MPI_Waitall)\n",
                prog);
 }
 
@@ -137,6 +142,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->sleep_compute = v == "sleep";
     } else if (a == "--batch" && has) {
       o->batch = std::atoi(argv[++i]);
+    } else if (a == "--poll") {
+      o->poll = true;
     } else {
       return false;
     }
@@ -144,7 +151,7 @@ bool parse(int argc, char** argv, Options* o) {
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
          o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
          o->batch >= 1 && o->batch <= 1024 &&
-         (o->batch == 1 || o->nonblocking);
+         (o->batch == 1 || o->nonblocking) && (!o->poll || o->nonblocking);
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -284,6 +291,9 @@ int main(int argc, char** argv) {
                     "overlap per batch\n",
                     k_ops, k_ops, k_ops);
       }
+      if (o.poll) {
+        std::printf("# completed by polling: a loop of collx_test (MPI_Test), not a wait\n");
+      }
     }
     if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
@@ -336,8 +346,13 @@ int main(int argc, char** argv) {
         }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
         for (int k = 0; k < k_ops; ++k) {
-          st = collx_wait(&reqs[k]);
-          if (st != COLLX_SUCCESS) fail("collx_wait", st);
+          if (o.poll) {
+            while ((st = collx_test(&reqs[k])) == COLLX_IN_PROGRESS) {
+            }
+          } else {
+            st = collx_wait(&reqs[k]);
+          }
+          if (st != COLLX_SUCCESS) fail(o.poll ? "collx_test" : "collx_wait", st);
         }
       }
       return computed;
@@ -349,6 +364,7 @@ int main(int argc, char** argv) {
       const auto iallreduce = pmpi ? PMPI_Iallreduce : MPI_Iallreduce;
       const auto wait = pmpi ? PMPI_Wait : MPI_Wait;
       const auto waitall = pmpi ? PMPI_Waitall : MPI_Waitall;
+      const auto test = pmpi ? PMPI_Test : MPI_Test;
       double computed = 0;
       for (int i = 0; i < n; ++i) {
         if (!o.nonblocking) {
@@ -360,8 +376,15 @@ int main(int argc, char** argv) {
                      MPI_COMM_WORLD, &mpi_reqs[k]);
         }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
-        if (k_ops == 1) wait(&mpi_reqs[0], MPI_STATUS_IGNORE);  // as osu_iallreduce
-        else waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
+        if (o.poll) {
+          for (int k = 0; k < k_ops; ++k) {
+            for (int done = 0; !done;) test(&mpi_reqs[k], &done, MPI_STATUS_IGNORE);
+          }
+        } else if (k_ops == 1) {
+          wait(&mpi_reqs[0], MPI_STATUS_IGNORE);  // as osu_iallreduce
+        } else {
+          waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
+        }
       }
       return computed;
     };

@@ -172,8 +172,10 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
                                           collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,
                                           collx_request_t* request);
 /* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
- * operation's error (request freed too). collx_test never blocks; collx_wait blocks until the
- * request completes, running operations of its communicator that no thread has started. */
+ * operation's error (request freed too). collx_test never blocks; when the operation is not
+ * complete it yields the core once (sched_yield), so that the thread running the operation
+ * gets one when a caller polls in a loop. collx_wait blocks until the request completes,
+ * running operations of its communicator that no thread has started. */
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 

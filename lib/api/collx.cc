@@ -1,5 +1,7 @@
 // C ABI: argument validation, status + thread-local error text, handle registry.
 
+#include <sched.h>
+
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
@@ -255,6 +257,9 @@ collx_status_t collx_test(collx_request_t* request) {
   auto* r = reinterpret_cast<collx::Request*>(*request);
   if (!r->done.load(std::memory_order_acquire)) {
     Comm::nudge(r);  // a deferred operation starts now, on the communicator's thread
+    // And that thread gets a core: a caller that polls in a loop would otherwise keep it
+    // waiting for a scheduler tick (milliseconds) wherever threads outnumber cores.
+    sched_yield();
     return COLLX_IN_PROGRESS;
   }
   Status st = std::move(r->result);
