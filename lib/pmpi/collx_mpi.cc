@@ -140,7 +140,7 @@ Cached* cached_on(MPI_Comm comm) {
 
 // The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
 // point, byte and multi-language types that libcollx has), by kind. Their libcollx type follows
-// from kind and size, which MPI_Init reads from the MPI library (MPI_INTEGER, MPI_LONG, ... have
+// from kind and size, which start() reads from the MPI library (MPI_INTEGER, MPI_LONG, ... have
 // the sizes that library was built with). The most used come first: classify scans the list.
 enum Kind { kSigned, kUnsigned, kFloat, kByte };  // kByte: MPI_BYTE, bitwise ops only
 struct TypeKind {
@@ -166,7 +166,7 @@ const TypeKind kTypes[] = {
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
-// What MPI_Init found for kTypes[i]: its libcollx type, or served[i] false (a size libcollx
+// What start() found for kTypes[i]: its libcollx type, or served[i] false (a size libcollx
 // has no type for, or a type this MPI library does not have).
 struct TypeTable {
   bool served[kTypeCount] = {};
