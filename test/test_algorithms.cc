@@ -374,6 +374,71 @@ TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the w
   });
 }
 
+TEST_CASE("non-blocking: when every rank tests, the testing threads run the operations") {
+  // No worker starts anything here (no watch period, no grace period ends): each operation
+  // completes only if the ranks' tests find each other. Rank 1 tests the operations in
+  // reverse order (testing the last one makes every one before it started).
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    comms[0]->set_test_grace(kNever);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    for (int k = 0; k < 5; ++k) {
+      Request* r = ops[rank == 1 ? 4 - k : k].req;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!r->done.load() && std::chrono::steady_clock::now() < end) Comm::nudge(r);
+    }
+    TCHECK(comms[0]->ops_run_by_tests() == 5);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: a rank that tests once and never again does not hold up the others") {
+  // Rank 0 tests the operations once, first, then waits on the others (not on libcollx):
+  // its worker must start them when the grace period ends (the watch period never does).
+  // The others' tests run them at once, as rank 0 said it started them.
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  std::barrier<> tested(3), finished(3);
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    if (rank != 0) comms[0]->set_test_grace(kNever);  // however late a peer's test comes
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    if (rank == 0) Comm::nudge(ops.back().req);
+    tested.arrive_and_wait();
+    if (rank != 0) {
+      for (Posted& o : ops) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!o.req->done.load() && std::chrono::steady_clock::now() < end) Comm::nudge(o.req);
+      }
+    }
+    finished.arrive_and_wait();
+    TCHECK(comms[0]->ops_run_by_tests() == (rank == 0 ? 0 : 5));
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: a test runs an operation that a peer's waiting thread started") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    comms[0]->set_test_grace(kNever);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    for (Posted& o : ops) {
+      if (rank != 0) {
+        Comm::wait(o.req);
+        continue;
+      }
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!o.req->done.load() && std::chrono::steady_clock::now() < end) Comm::nudge(o.req);
+    }
+    TCHECK(comms[0]->ops_run_by_tests() == (rank == 0 ? 5 : 0));
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
 TEST_CASE("non-blocking: a waiting thread runs the deferred operations before its own") {
   Config c = config_for("recursive_doubling");
   c.async_min = size_t{1} << 40;

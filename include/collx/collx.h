@@ -164,18 +164,24 @@ COLLX_API collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvb
  * One of at least COLLX_ASYNC_MIN bytes (64K) starts at once on the communicator's thread, so
  * that it overlaps the caller's work. A smaller one is deferred, since handing it to another
  * thread costs more than it takes: collx_wait runs it (and those posted before it) on the
- * calling thread; collx_test hands it to the communicator's thread; and if neither is called,
- * the communicator's thread starts it within about 2 ms, so it completes even if this rank
- * never calls in. Buffers must stay untouched until the request completes. Device buffers
- * are reduced as in collx_allreduce. */
+ * calling thread; collx_test runs it on the calling thread once every rank has started it,
+ * else the communicator's thread starts it 250 us after the first test; and if neither is
+ * called, the communicator's thread starts it within about 2 ms, so it completes even if this
+ * rank never calls in. Buffers must stay untouched until the request completes. Device
+ * buffers are reduced as in collx_allreduce. */
 COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                           collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,
                                           collx_request_t* request);
 /* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
- * operation's error (request freed too). collx_test never blocks; when the operation is not
- * complete it yields the core once (sched_yield), so that the thread running the operation
- * gets one when a caller polls in a loop. collx_wait blocks until the request completes,
- * running operations of its communicator that no thread has started. */
+ * operation's error (request freed too). collx_test does not wait for other ranks to call in.
+ * Where the ranks share a node's memory, a test says that this rank started the operation
+ * (and those posted before it); once every rank has started it (tested it, waited for it, or
+ * its communicator's thread runs it), a test runs it on the calling thread and returns when
+ * it is done: as long as the operation takes, plus at most 250 us for a rank that tested it
+ * once and not again. Otherwise, when the operation is not complete, collx_test yields the
+ * core once (sched_yield), so that a thread running the operation gets one when a caller
+ * polls in a loop. collx_wait blocks until the request completes, running operations of its
+ * communicator that no thread has started. */
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 

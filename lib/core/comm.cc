@@ -356,15 +356,58 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
 
 void Comm::nudge(Request* r) {
   const std::shared_ptr<OpQueue> q = r->queue;
-  {
-    std::lock_guard<std::mutex> g(q->mu);
-    if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
+  std::unique_lock<std::mutex> lk(q->mu);
+  if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
+  Comm* c = r->comm;  // lives while r is not done
+  if (c->shm_ == nullptr) {  // the peers cannot tell: the worker starts it now
     q->due = r->number;
+    lk.unlock();
+    q->work.notify_one();
+    return;
   }
-  q->work.notify_one();
+  c->say_started(r->number);
+  while (!r->done.load(std::memory_order_relaxed) && !q->running && !q->waiting.empty() &&
+         c->peers_started(q->waiting.front()->number)) {
+    Request* next = q->waiting.front();
+    q->waiting.pop_front();
+    q->running = true;
+    ++q->run_by_tests;
+    lk.unlock();
+    c->run(next);
+    if (next == r) return;  // (then c may be gone)
+    lk.lock();
+  }
+  if (r->done.load(std::memory_order_relaxed) || q->asked >= r->number) return;
+  q->asked = r->number;
+  q->asked_at = Clock::now() + q->grace;
+  if (q->asked_at >= q->wake_at) return;  // the worker wakes up before the grace period ends
+  lk.unlock();
+  q->work.notify_one();  // to wake up when it ends
+}
+
+uint64_t Comm::ops_run_by_tests() const {
+  std::lock_guard<std::mutex> g(ops_->mu);
+  return ops_->run_by_tests;
+}
+
+void Comm::say_started(uint64_t number) {
+  if (shm_ == nullptr) return;
+  std::atomic<uint64_t>& mine = shm_->flags(rank()).started.epoch;
+  uint64_t seen = mine.load(std::memory_order_relaxed);
+  while (seen < number && !mine.compare_exchange_weak(seen, number, std::memory_order_release,
+                                                      std::memory_order_relaxed)) {
+  }
+}
+
+bool Comm::peers_started(uint64_t number) const {
+  for (int q = 0; q < size(); ++q) {
+    if (shm_->flags(q).started.epoch.load(std::memory_order_acquire) < number) return false;
+  }
+  return true;
 }
 
 void Comm::run(Request* r) {
+  say_started(r->number);  // a peer's test may run it at once
   Status st = profile_ ? execute_profiled(r->op) : execute(r->op);
   OpQueue& q = *ops_;
   std::lock_guard<std::mutex> g(q.mu);
@@ -381,13 +424,16 @@ void Comm::run(Request* r) {
 // The worker runs the operations that are due. While deferred operations may be posted it
 // watches: it wakes every watch period (1 ms), and the operations posted before one period
 // are due after it, so each starts within two periods even if no thread ever waits for it.
-// After kIdleWatches periods with nothing posted it sleeps until the next post wakes it.
+// An operation that a test asked for is due at the end of its grace period (nudge), for
+// which the worker sets its alarm instead. After kIdleWatches periods with nothing posted it
+// sleeps until the next post wakes it.
 void Comm::worker_main() {
   constexpr int kIdleWatches = 100;
   OpQueue& q = *ops_;
   std::unique_lock<std::mutex> lk(q.mu);
   int idle = 0;
   while (!q.stop) {  // stop comes after drain(): nothing is posted then
+    if (q.asked > q.due && Clock::now() >= q.asked_at) q.due = q.asked;
     if (!q.running && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
       Request* next = q.waiting.front();
       q.waiting.pop_front();
@@ -405,8 +451,17 @@ void Comm::worker_main() {
       continue;
     }
     q.watching = true;
+    if (q.asked > q.due) {  // a test's grace period
+      q.wake_at = q.asked_at;
+      q.work.wait_until(lk, q.asked_at);
+      q.wake_at = Clock::time_point::max();
+      continue;
+    }
     const uint64_t before = q.posted;
-    if (q.work.wait_for(lk, q.watch) == std::cv_status::timeout) {
+    q.wake_at = Clock::now() + q.watch;
+    const std::cv_status woke = q.work.wait_until(lk, q.wake_at);
+    q.wake_at = Clock::time_point::max();
+    if (woke == std::cv_status::timeout) {
       q.due = std::max(q.due, before);
       idle = q.posted == before && q.waiting.empty() ? idle + 1 : 0;
     }

@@ -53,10 +53,17 @@ struct Request;
 // its requests: a waiting thread locks it to find out whether its request is done, even when
 // the communicator was destroyed meanwhile (which needs every request completed).
 //
-// An operation runs on the first thread to take it: the communicator's worker, or a thread
-// waiting for it. The worker takes only operations that are due: one of at least
-// COLLX_ASYNC_MIN bytes (and all before it) at once; a smaller one once collx_test was called
-// for it, or once it has waited a whole watch period (see Comm::worker_main).
+// An operation runs on the first thread to take it: the communicator's worker, a thread
+// waiting for it, or one testing it once every rank has started it (Comm::nudge). The worker
+// takes only operations that are due: one of at least COLLX_ASYNC_MIN bytes (and all before
+// it) at once; a smaller one once collx_test was called for it (at once, or after a grace
+// period where the ranks can tell each other what they started), or once it has waited a
+// whole watch period (see Comm::worker_main).
+// Polling ranks find each other within this (Comm::nudge). A longer one costs a rank that
+// tested an operation once and never again: its peers' tests wait for it up to this long. A
+// shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
+inline constexpr std::chrono::microseconds kTestGrace{250};
+
 struct OpQueue {
   std::mutex mu;
   std::condition_variable work;     // for the worker: an operation may be due, or stop
@@ -64,6 +71,11 @@ struct OpQueue {
   std::deque<Request*> waiting;     // posted, not taken yet
   uint64_t posted = 0;              // operations posted so far (their numbers: 1, 2, ...)
   uint64_t due = 0;                 // the worker may take operations numbered up to this
+  uint64_t asked = 0;               // and up to this one from asked_at on (Comm::nudge)
+  Clock::time_point asked_at;
+  Clock::time_point wake_at = Clock::time_point::max();  // the worker's alarm (max: none)
+  std::chrono::microseconds grace = kTestGrace;
+  uint64_t run_by_tests = 0;        // operations a testing thread ran (Comm::nudge)
   bool watching = false;            // the worker wakes every watch period
   bool running = false;             // a thread executes a taken operation
   bool stop = false;                // the worker exits
@@ -139,8 +151,18 @@ class Comm {
   static void wait(Request* r);
   // The same for every operation posted so far.
   void drain();
-  // collx_test of `r` not done: makes it due, so that the worker starts it if no thread has.
+  // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
+  // Without shared memory among the ranks, the worker starts it now. With it, this rank says
+  // that it started every operation up to r (ShmRankFlags::started); if every peer has said
+  // so too, this thread runs them now, with no hand-over to another thread (which costs more
+  // than a small operation); if not, the worker starts them after kTestGrace, unless a later
+  // test finds every peer started first. So a test runs an operation only when no peer can
+  // keep it waiting for longer than kTestGrace.
   static void nudge(Request* r);
+  // Tests: the grace period of nudge (kTestGrace). Before the first iallreduce.
+  void set_test_grace(std::chrono::microseconds g) { ops_->grace = g; }
+  // Operations that a testing thread ran (nudge), for the tests.
+  uint64_t ops_run_by_tests() const;
   // Collective, before destruction: waits for posted operations, then for every rank, so
   // that closing the endpoints needs nothing more from any peer.
   Status shutdown();
@@ -178,6 +200,10 @@ class Comm {
   // the ranks' processes, where they can reach each other's memory (else empty).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
   void worker_main();
+  // ShmRankFlags::started (shm_ only): this rank runs operations up to `number` without
+  // waiting for its caller; every rank has said so.
+  void say_started(uint64_t number);
+  bool peers_started(uint64_t number) const;
   // Completes a taken operation: executes it on this thread, publishes its result and lets the
   // next one be taken. Touches neither `this` nor `r` afterwards.
   void run(Request* r);

@@ -36,8 +36,9 @@ const ConfigRow kRows[] = {
      "collx_iallreduce: an operation of at least this size starts at once, on the "
      "communicator's thread (which overlaps it with the caller's work). A smaller one is "
      "deferred: it runs on the thread that waits for it (no thread hand-over, which costs more "
-     "than it takes), or on the communicator's thread once collx_test is called for it or "
-     "within about 2 ms at the latest. 0: no operation is deferred."},
+     "than it takes), on a testing thread once every rank has started it, or on the "
+     "communicator's thread 250 us after collx_test is first called for it or within about "
+     "2 ms at the latest. 0: no operation is deferred."},
     {"COLLX_CHECK", "bool", "0",
      "1: before each collective the ranks agree on count, dtype, op, in-place and the kind of "
      "memory (host or CUDA device; one small "

@@ -20,8 +20,8 @@
 // (MPIX_Grequest_start), so every MPI completion call accepts it, mixed with MPI's own
 // requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
 // operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
-// poll_fn (collx_test, which never blocks). MPICH's MPI_Wait would only poll, so MPI_Wait is
-// intercepted too: for a request of ours it calls collx_wait first. The first call on a
+// poll_fn (collx_test, which waits for no rank to call in). MPICH's MPI_Wait would only
+// poll, so MPI_Wait is intercepted too: for a request of ours it calls collx_wait first. The first call on a
 // communicator without a libcollx communicator creates one, which blocks until every member
 // makes that call (as the first MPI_Allreduce does). Passed-through calls go to
 // PMPI_Iallreduce as they are (device buffers included).
@@ -443,7 +443,7 @@ int cancel_fn(void*, int) { return MPI_SUCCESS; }  // (cancelling a collective i
 int poll_fn(void* state, MPI_Status*) {
   auto* p = static_cast<Pending*>(state);
   if (p->request != nullptr) {
-    const collx_status_t st = collx_test(&p->request);  // never blocks
+    const collx_status_t st = collx_test(&p->request);  // waits for no rank to call in
     if (st != COLLX_IN_PROGRESS) complete(p, st);
   }
   return MPI_SUCCESS;

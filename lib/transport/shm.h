@@ -58,6 +58,9 @@ struct ShmRankFlags {
                     // again)
   ShmFlag voted;    // cuda_ipc_*: it has opened the peers' buffers (or failed to) and voted
   ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
+  // Not an epoch: the communicator's non-blocking operations numbered up to this one run on
+  // this rank without waiting for anything its caller does (Comm::nudge).
+  ShmFlag started;
   // shm_one_shot of at most ShmInline::kBytes: its `ready` and its input, by epoch parity.
   ShmInline small[2];
   ShmBuffers buffers;
