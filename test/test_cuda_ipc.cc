@@ -129,12 +129,18 @@ struct FakeDeviceIpc : DeviceIpc {
     std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(c.areas[c.rank]))
         .store(c.seq, std::memory_order_release);
     const double deadline = now_seconds() + c.timeout_s;
+    double progress_at = now_seconds() + 1e-3;  // the caller's progress, as the real wait runs it
     for (int q = 0; q < c.ranks; ++q) {
       std::atomic_ref<uint64_t> flag(*static_cast<uint64_t*>(c.areas[q]));
       while (flag.load(std::memory_order_acquire) < c.seq) {
-        if (now_seconds() > deadline) {
+        const double now = now_seconds();
+        if (now > deadline) {
           *waited_for = q;
           return Status();
+        }
+        if (now >= progress_at && c.progress != nullptr) {
+          c.progress();
+          progress_at = now + 1e-3;
         }
         std::this_thread::yield();
       }
@@ -335,6 +341,42 @@ TEST_CASE("CUDA flags: a rank that never calls times its peers out, naming it") 
     const Status next = call();
     TCHECK(next.code() == COLLX_ERR_COMM_FAILED);
     done.arrive_and_wait();
+  });
+}
+
+thread_local int t_progress_runs = 0;
+void count_progress() { ++t_progress_runs; }
+
+TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress hook") {
+  // MPI's progress rule under the preload: the peer may need this rank's MPI progress before
+  // it can call. The fake kernel's wait runs FlagsCall::progress as the real one's does; this
+  // checks that the communicator passes the thread's hook.
+  std::barrier<> set_up(3);
+  run_ranks(3, {flags_config(64 << 10)}, [&](int rank, std::vector<Comm*>& comms) {
+    Comm& c = *comms[0];
+    Fakes f;
+    f.attach(c);
+    std::vector<float> buf(100, 1.0f);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+    auto call = [&] {
+      return c.allreduce(
+          device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+    };
+    Status st = call();  // sets up, then reduces (TCHECK's lock: not around a call)
+    TCHECK(st.ok());
+    TCHECK(f.ipc->flags_calls == 1);
+    set_up.arrive_and_wait();
+    if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const OuterProgress before = set_outer_progress(count_progress);
+    t_progress_runs = 0;
+    st = call();
+    set_outer_progress(before);
+    TCHECK(st.ok());
+    TCHECK(f.ipc->flags_calls == 2);
+    if (rank != 2) TCHECK(t_progress_runs >= 5);  // about 30 over the 30 ms
+    const Status down = c.shutdown();  // no rank frees its area while a peer reads it
+    TCHECK(down.ok());
+    TCHECK(buf[0] == 9.0f);
   });
 }
 

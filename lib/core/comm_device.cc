@@ -152,7 +152,8 @@ Status Comm::execute_flags(const AllreduceOp& op, bool* ran) {
                                  op.stream,
                                  config_.timeout_s,
                                  config_.spin,
-                                 flags_.one_gpu};
+                                 flags_.one_gpu,
+                                 outer_progress};
     int waited_for = -1;
     st = flags_.dev->allreduce_flags(c, &waited_for);
     if (st.ok() && waited_for >= 0) {

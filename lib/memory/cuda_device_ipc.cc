@@ -255,16 +255,23 @@ class CudaDeviceIpc final : public DeviceIpc {
   // Polls FlagsHost::done until the kernel of call c.seq says it has finished: spinning for
   // c.spin_us, then yielding the core between polls. Past the spin, every 64th poll queries
   // the stream, so that a kernel that failed is an error (and one that ended is done), and
-  // checks the deadline: the kernel's own waits give up after c.timeout_s.
+  // checks the deadline: the kernel's own waits give up after c.timeout_s. Once per
+  // millisecond it runs the caller's progress, as the transport's waits do (a peer may need
+  // it before it can launch its kernel).
   Status wait_done(const FlagsCall& c) {
     constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY
     const auto start = std::chrono::steady_clock::now();
     const volatile uint64_t* done = &host_->done;
+    double progress_at = 1e-3;  // seconds waited
     for (uint64_t polls = 1; *done != c.seq; ++polls) {
       if (polls % 64 != 0) continue;
       const double waited =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited * 1e6 < c.spin_us) continue;
+      if (waited >= progress_at && c.progress != nullptr) {
+        c.progress();
+        progress_at = waited + 1e-3;
+      }
       const CUresult rc = d_.stream_query(stream_);
       if (rc == 0) return Status();
       if (rc != kNotReady) return pc_.check(rc, "the one-kernel allreduce (cuStreamQuery)");

@@ -76,6 +76,9 @@ class DeviceIpc : public IpcOpener {
     double timeout_s;
     int spin_us;         // how long to busy-poll for the end before yielding the core
     bool one_gpu;        // every rank on this GPU
+    // The caller's own progress (core: outer_progress, MPI's progress rule under the
+    // preload), run about once per millisecond of waiting for the kernel past the spin.
+    void (*progress)();
   };
   virtual Status allreduce_flags(const FlagsCall& c, int* waited_for) = 0;
 };
