@@ -49,6 +49,11 @@ struct AllreduceOp {
 class Comm;
 struct Request;
 
+// Polling ranks find each other within this (Comm::nudge). A longer one costs a rank that
+// tested an operation once and never again: its peers' tests wait for it up to this long. A
+// shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
+inline constexpr std::chrono::microseconds kTestGrace{250};
+
 // The non-blocking operations of one communicator, posted and not yet completed. Shared with
 // its requests: a waiting thread locks it to find out whether its request is done, even when
 // the communicator was destroyed meanwhile (which needs every request completed).
@@ -59,11 +64,6 @@ struct Request;
 // it) at once; a smaller one once collx_test was called for it (at once, or after a grace
 // period where the ranks can tell each other what they started), or once it has waited a
 // whole watch period (see Comm::worker_main).
-// Polling ranks find each other within this (Comm::nudge). A longer one costs a rank that
-// tested an operation once and never again: its peers' tests wait for it up to this long. A
-// shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
-inline constexpr std::chrono::microseconds kTestGrace{250};
-
 struct OpQueue {
   std::mutex mu;
   std::condition_variable work;     // for the worker: an operation may be due, or stop
