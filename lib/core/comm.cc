@@ -392,7 +392,7 @@ uint64_t Comm::ops_run_by_tests() const {
 
 void Comm::say_started(uint64_t number) {
   if (shm_ == nullptr) return;
-  std::atomic<uint64_t>& mine = shm_->flags(rank()).started.epoch;
+  std::atomic<uint64_t>& mine = shm_->started(rank()).epoch;
   uint64_t seen = mine.load(std::memory_order_relaxed);
   while (seen < number && !mine.compare_exchange_weak(seen, number, std::memory_order_release,
                                                       std::memory_order_relaxed)) {
@@ -401,7 +401,7 @@ void Comm::say_started(uint64_t number) {
 
 bool Comm::peers_started(uint64_t number) const {
   for (int q = 0; q < size(); ++q) {
-    if (shm_->flags(q).started.epoch.load(std::memory_order_acquire) < number) return false;
+    if (shm_->started(q).epoch.load(std::memory_order_acquire) < number) return false;
   }
   return true;
 }

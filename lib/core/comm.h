@@ -153,7 +153,7 @@ class Comm {
   void drain();
   // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
   // Without shared memory among the ranks, the worker starts it now. With it, this rank says
-  // that it started every operation up to r (ShmRankFlags::started); if every peer has said
+  // that it started every operation up to r (ShmChannel::started); if every peer has said
   // so too, this thread runs them now, with no hand-over to another thread (which costs more
   // than a small operation); if not, the worker starts them after kTestGrace, unless a later
   // test finds every peer started first. So a test runs an operation only when no peer can
@@ -200,7 +200,7 @@ class Comm {
   // the ranks' processes, where they can reach each other's memory (else empty).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
   void worker_main();
-  // ShmRankFlags::started (shm_ only): this rank runs operations up to `number` without
+  // ShmChannel::started (shm_ only): this rank runs operations up to `number` without
   // waiting for its caller; every rank has said so.
   void say_started(uint64_t number);
   bool peers_started(uint64_t number) const;

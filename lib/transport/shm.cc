@@ -16,11 +16,13 @@ namespace {
 constexpr size_t kHeader = 64;
 constexpr const char* kPrefix = "/collx-";
 constexpr size_t kHexDigits = 32;
+constexpr size_t round_up64(size_t n) { return (n + 63) & ~size_t{63}; }
 }  // namespace
 
 size_t ShmChannel::bytes_for(int p, size_t chunk) {
   const size_t flags = static_cast<size_t>(p) * sizeof(ShmRankFlags);
-  return kHeader + flags + (2 * static_cast<size_t>(p) + 2) * chunk;
+  const size_t data = (2 * static_cast<size_t>(p) + 2) * chunk;
+  return round_up64(kHeader + flags + data) + static_cast<size_t>(p) * sizeof(ShmFlag);
 }
 
 ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<int64_t> pids)
@@ -29,6 +31,10 @@ ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<in
       chunk_(chunk),
       flags_(reinterpret_cast<ShmRankFlags*>(static_cast<uint8_t*>(base) + kHeader)),
       data_(static_cast<uint8_t*>(base) + kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags)),
+      started_(reinterpret_cast<ShmFlag*>(
+          static_cast<uint8_t*>(base) +
+          round_up64(kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags) +
+                     (2 * static_cast<size_t>(p) + 2) * chunk))),
       pids_(std::move(pids)) {}
 
 bool ShmSegment::valid_name(const std::string& name) {

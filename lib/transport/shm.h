@@ -58,9 +58,6 @@ struct ShmRankFlags {
                     // again)
   ShmFlag voted;    // cuda_ipc_*: it has opened the peers' buffers (or failed to) and voted
   ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
-  // Not an epoch: the communicator's non-blocking operations numbered up to this one run on
-  // this rank without waiting for anything its caller does (Comm::nudge).
-  ShmFlag started;
   // shm_one_shot of at most ShmInline::kBytes: its `ready` and its input, by epoch parity.
   ShmInline small[2];
   ShmBuffers buffers;
@@ -89,6 +86,11 @@ class ShmChannel {
   uint8_t* result(uint64_t epoch) const {
     return data_ + (2 * static_cast<size_t>(size_) + (epoch & 1)) * chunk_;
   }
+  // Not an epoch: rank r runs the communicator's non-blocking operations numbered up to this
+  // one without waiting for anything its caller does (Comm::nudge). After the data areas, so
+  // that their page offset stays what it was before these words (1728 bytes for 2 ranks; the
+  // offset tests and PERFORMANCE.md rely on it).
+  ShmFlag& started(int r) const { return started_[r]; }
   // The next epoch of this rank (every rank counts the same epochs).
   uint64_t next_epoch() { return ++epoch_; }
 
@@ -104,6 +106,7 @@ class ShmChannel {
   size_t chunk_;
   ShmRankFlags* flags_;
   uint8_t* data_;
+  ShmFlag* started_;
   uint64_t epoch_ = 0;
   std::vector<int64_t> pids_;
 };
