@@ -315,20 +315,28 @@ TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no ar
   }
 }
 
+// One rank's 100 floats of fake device memory (all 1), reduced in place through its
+// communicator's one-kernel path.
+struct FlagsRank {
+  explicit FlagsRank(Comm& comm) : c(comm) {
+    f.attach(c);
+    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
+  }
+  Status call() {
+    return c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
+  }
+  Comm& c;
+  Fakes f;
+  std::vector<float> buf = std::vector<float>(100, 1.0f);
+};
+
 TEST_CASE("CUDA flags: a rank that never calls times its peers out, naming it") {
   Config cfg = flags_config(64 << 10);
   cfg.timeout_s = 0.5;
   std::barrier<> done(3);  // rank 2 keeps its area until the others have given up on it
   run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
-    Comm& c = *comms[0];
-    Fakes f;
-    f.attach(c);
-    std::vector<float> buf(100, 1.0f);
-    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
-    auto call = [&] {
-      return c.allreduce(
-          device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
-    };
+    FlagsRank me(*comms[0]);
+    auto call = [&] { return me.call(); };
     const Status st = call();  // sets up, then reduces
     TCHECK(st.ok());
     if (rank == 2) {  // leaves the others waiting in their next call
@@ -353,18 +361,11 @@ TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress
   // checks that the communicator passes the thread's hook.
   std::barrier<> set_up(3);
   run_ranks(3, {flags_config(64 << 10)}, [&](int rank, std::vector<Comm*>& comms) {
-    Comm& c = *comms[0];
-    Fakes f;
-    f.attach(c);
-    std::vector<float> buf(100, 1.0f);
-    f.devs.device_memory(buf.data(), buf.size() * 4, 0);
-    auto call = [&] {
-      return c.allreduce(
-          device_op(c, buf.data(), buf.data(), buf.size(), COLLX_FLOAT32, COLLX_SUM));
-    };
+    FlagsRank me(*comms[0]);
+    auto call = [&] { return me.call(); };
     Status st = call();  // sets up, then reduces (TCHECK's lock: not around a call)
     TCHECK(st.ok());
-    TCHECK(f.ipc->flags_calls == 1);
+    TCHECK(me.f.ipc->flags_calls == 1);
     set_up.arrive_and_wait();
     if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     const OuterProgress before = set_outer_progress(count_progress);
@@ -372,11 +373,11 @@ TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress
     st = call();
     set_outer_progress(before);
     TCHECK(st.ok());
-    TCHECK(f.ipc->flags_calls == 2);
+    TCHECK(me.f.ipc->flags_calls == 2);
     if (rank != 2) TCHECK(t_progress_runs >= 5);  // about 30 over the 30 ms
-    const Status down = c.shutdown();  // no rank frees its area while a peer reads it
+    const Status down = me.c.shutdown();  // no rank frees its area while a peer reads it
     TCHECK(down.ok());
-    TCHECK(buf[0] == 9.0f);
+    TCHECK(me.buf[0] == 9.0f);
   });
 }
 

@@ -21,9 +21,9 @@
 // requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
 // operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
 // poll_fn (collx_test, which waits for no rank to call in). MPICH's MPI_Wait would only
-// poll, so MPI_Wait is intercepted too: for a request of ours it calls collx_wait first. The first call on a
-// communicator without a libcollx communicator creates one, which blocks until every member
-// makes that call (as the first MPI_Allreduce does). Passed-through calls go to
+// poll, so MPI_Wait is intercepted too: for a request of ours it calls collx_wait first. The
+// first call on a communicator without a libcollx communicator creates one, which blocks until
+// every member makes that call (as the first MPI_Allreduce does). Passed-through calls go to
 // PMPI_Iallreduce as they are (device buffers included).
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx

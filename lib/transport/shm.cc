@@ -31,10 +31,8 @@ ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<in
       chunk_(chunk),
       flags_(reinterpret_cast<ShmRankFlags*>(static_cast<uint8_t*>(base) + kHeader)),
       data_(static_cast<uint8_t*>(base) + kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags)),
-      started_(reinterpret_cast<ShmFlag*>(
-          static_cast<uint8_t*>(base) +
-          round_up64(kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags) +
-                     (2 * static_cast<size_t>(p) + 2) * chunk))),
+      started_(reinterpret_cast<ShmFlag*>(static_cast<uint8_t*>(base) + bytes_for(p, chunk)) -
+               p),  // the last words of the segment
       pids_(std::move(pids)) {}
 
 bool ShmSegment::valid_name(const std::string& name) {
