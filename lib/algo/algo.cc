@@ -1,5 +1,6 @@
 #include "algo/algo.h"
 
+#include "algo/rank_math.h"
 #include "transport/shm.h"
 
 namespace collx {
@@ -24,6 +25,31 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
     case Algo::kCount: break;
   }
   return error(COLLX_ERR_INTERNAL, "no allreduce algorithm %d", static_cast<int>(algo));
+}
+
+Status fold_in(const AllreduceArgs& a, const Fold& f, uint32_t unfold_step, uint8_t* tmp,
+               const uint8_t** cur, bool* sat_out) {
+  *sat_out = false;
+  if (f.partner < 0) return Status();
+  const size_t bytes = a.count * a.red.elem_size;
+  if (!f.active) {
+    COLLX_TRY(a.t.isend(f.partner, 0, a.send, bytes));
+    COLLX_TRY(a.t.irecv(f.partner, unfold_step, a.recv, bytes));
+    *sat_out = true;
+    return a.t.wait_all();
+  }
+  Handle h;
+  COLLX_TRY(a.t.irecv(f.partner, 0, tmp, bytes, &h));
+  COLLX_TRY(a.t.wait(h));
+  a.red(a.recv, tmp, a.send, a.count);  // the partner is the rank below
+  *cur = a.recv;
+  return Status();
+}
+
+Status fold_out(const AllreduceArgs& a, const Fold& f, uint32_t unfold_step) {
+  if (f.partner < 0) return Status();
+  COLLX_TRY(a.t.isend(f.partner, unfold_step, a.recv, a.count * a.red.elem_size));
+  return a.t.wait_all();
 }
 
 }  // namespace collx

@@ -19,6 +19,7 @@ namespace collx {
 
 class ShmChannel;
 class DeviceIpc;
+struct Fold;
 
 // Temporary space owned by the communicator and reused between calls: after warm-up a repeated
 // call allocates nothing (and UCX's registration cache keeps it registered).
@@ -68,6 +69,15 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a);  // needs a.shm
 Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer access
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
+
+// The fold of a non-power-of-two rank count (rank_math.h) around recursive doubling and
+// Rabenseifner, which run on the q = pow2_floor(p) ranks left. fold_in: a rank that sits out
+// hands its input to its partner, gets the result back at step `unfold_step` and sets
+// *sat_out; its partner reduces the pair's inputs, in rank order, into recv (through `tmp`,
+// count elements) and points *cur at it. fold_out: the partner sends the result back.
+Status fold_in(const AllreduceArgs& a, const Fold& f, uint32_t unfold_step, uint8_t* tmp,
+               const uint8_t** cur, bool* sat_out);
+Status fold_out(const AllreduceArgs& a, const Fold& f, uint32_t unfold_step);
 
 // The CUDA IPC allreduce of device buffers, for the ranks of one node (algo/cuda_ipc.cc).
 struct CudaIpcArgs {

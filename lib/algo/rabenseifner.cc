@@ -21,18 +21,9 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
   COLLX_TRY(a.scratch.get(bytes, &tmp));
 
   const uint8_t* cur = a.send;
-  if (f.partner >= 0) {
-    if (!f.active) {
-      COLLX_TRY(t.isend(f.partner, 0, a.send, bytes));
-      COLLX_TRY(t.irecv(f.partner, unfold_step, a.recv, bytes));
-      return t.wait_all();
-    }
-    Handle h;
-    COLLX_TRY(t.irecv(f.partner, 0, tmp, bytes, &h));
-    COLLX_TRY(t.wait(h));
-    a.red(a.recv, tmp, a.send, a.count);
-    cur = a.recv;
-  }
+  bool sat_out = false;
+  COLLX_TRY(fold_in(a, f, unfold_step, tmp, &cur, &sat_out));
+  if (sat_out) return Status();
   const int v = f.new_rank;
 
   // Reduce-scatter: v ends owning block v (of q blocks) fully reduced.
@@ -70,11 +61,7 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
     if (mine.len > 0) COLLX_TRY(t.isend(peer, step, a.recv + mine.begin * es, mine.len * es));
     COLLX_TRY(t.wait_all());
   }
-  if (f.partner >= 0) {
-    COLLX_TRY(t.isend(f.partner, unfold_step, a.recv, bytes));
-    COLLX_TRY(t.wait_all());
-  }
-  return Status();
+  return fold_out(a, f, unfold_step);
 }
 
 }  // namespace collx

@@ -21,18 +21,9 @@ Status allreduce_recursive_doubling(const AllreduceArgs& a) {
   COLLX_TRY(a.scratch.get(bytes, &tmp));
 
   const uint8_t* cur = a.send;
-  if (f.partner >= 0) {
-    if (!f.active) {  // hand the data to the odd neighbour, get the result back at the end
-      COLLX_TRY(t.isend(f.partner, 0, a.send, bytes));
-      COLLX_TRY(t.irecv(f.partner, unfold_step, a.recv, bytes));
-      return t.wait_all();
-    }
-    Handle h;
-    COLLX_TRY(t.irecv(f.partner, 0, tmp, bytes, &h));
-    COLLX_TRY(t.wait(h));
-    a.red(a.recv, tmp, a.send, a.count);
-    cur = a.recv;
-  }
+  bool sat_out = false;
+  COLLX_TRY(fold_in(a, f, unfold_step, tmp, &cur, &sat_out));
+  if (sat_out) return Status();
   for (int k = 0; k < steps; ++k) {
     const int v_peer = f.new_rank ^ (1 << k);
     const int peer = unfold(v_peer, p);
@@ -47,11 +38,7 @@ Status allreduce_recursive_doubling(const AllreduceArgs& a) {
     cur = a.recv;
   }
   if (cur != a.recv) copy_cached(a.recv, cur, bytes);  // only when no step ran
-  if (f.partner >= 0) {
-    COLLX_TRY(t.isend(f.partner, unfold_step, a.recv, bytes));
-    COLLX_TRY(t.wait_all());
-  }
-  return Status();
+  return fold_out(a, f, unfold_step);
 }
 
 }  // namespace collx
