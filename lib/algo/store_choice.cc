@@ -27,6 +27,16 @@ double StoreChoice::Kind::estimate() const {
   return v[(n - 1) / 2];  // of two samples, the lower
 }
 
+uint64_t StoreChoice::retry_spacing(double a, double b) {
+  const double fast = std::min(a, b), slow = std::max(a, b);
+  uint64_t spacing = kRetry;
+  if (fast <= 0) return spacing;  // a kind not measured yet
+  while (spacing < uint64_t{kRetry} * kMaxSpacing && spacing < kRetry * (slow / fast - 1)) {
+    spacing *= 2;
+  }
+  return spacing;
+}
+
 bool StoreChoice::streaming(size_t bytes) {
   if (mode_ != ShmStores::kAuto) return mode_ == ShmStores::kStreaming;
   Size& s = sizes_[size_class(bytes)];
@@ -37,7 +47,7 @@ bool StoreChoice::streaming(size_t bytes) {
   } else {
     const double a = s.kind[0].estimate(), b = s.kind[1].estimate();
     const int best = b < a ? 1 : 0;
-    kind = k % kRetry == 0 ? 1 - best : best;
+    kind = k % retry_spacing(a, b) == 0 ? 1 - best : best;
   }
   s.pending = kind;
   return kind == 0;

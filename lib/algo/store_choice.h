@@ -10,10 +10,15 @@
 // hwloc cannot tell: a VM shows its own topology, not where the host put its vCPUs.
 //
 // So in "auto" mode each rank measures: per power-of-two message size it times its calls with
-// either kind of store and uses the faster, trying the other again every kRetry-th call so that
-// it follows a change. The choice is this rank's own (the reader does not care how the lines
-// were written); every rank tries the other kind at the same calls, because the schedule
-// depends only on the sequence of calls, which is the same on every rank.
+// either kind of store and uses the faster, trying the other again now and then so that it
+// follows a change. A retry costs the difference between the two kinds, which ranges from a
+// few percent to 5x on this project's VM (docs/PERFORMANCE.md), so the retries are spaced by
+// it: every kRetry-th call while the slower kind costs at most twice the faster; when it costs
+// R times as much, every (kRetry * 2^j)-th, for the least j with 2^j >= R - 1 (at most
+// kMaxSpacing). So the retries cost at most about 1/kRetry of the time. The choice is this
+// rank's own (the reader does not care how the lines were written). The ranks' retries fall on
+// the same calls, as far as their spacings agree: the schedule depends on the sequence of
+// calls, which is the same on every rank, and a wider spacing's calls are among a narrower's.
 #pragma once
 
 #include <chrono>
@@ -30,8 +35,9 @@ enum class ShmStores { kAuto, kStreaming, kCached };
 
 class StoreChoice {
  public:
-  static constexpr int kRetry = 32;   // every kRetry-th call of a size tries the other kind
-  static constexpr int kSamples = 3;  // each kind's cost: the median of its last 3 calls
+  static constexpr int kRetry = 32;       // the other kind is tried every kRetry-th call,
+  static constexpr int kMaxSpacing = 16;  // or less often, down to every kRetry * 16-th
+  static constexpr int kSamples = 3;      // each kind's cost: the median of its last 3 calls
 
   explicit StoreChoice(ShmStores mode = ShmStores::kAuto) : mode_(mode) {}
 
@@ -64,6 +70,8 @@ class StoreChoice {
   };
   static constexpr int kSizes = 48;  // power-of-two classes of the byte count
   static int size_class(size_t bytes);
+  // Calls from one retry to the next, for kinds that cost `a` and `b` per byte.
+  static uint64_t retry_spacing(double a, double b);
 
   ShmStores mode_;
   Size sizes_[kSizes];

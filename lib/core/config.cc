@@ -60,9 +60,10 @@ const ConfigRow kRows[] = {
     {"COLLX_SHM_STORES", "name", "auto",
      "shm_two_shot writes the data other ranks read next with streaming (non-temporal) stores, "
      "which are faster where their cores have separate L3 caches, or with ordinary stores, "
-     "faster where they share one (measured: 1.7x and 2.2x at 1M). auto: each rank times both "
-     "per message size and uses the faster, retrying the other every 32nd call; streaming or "
-     "cached: always that one."},
+     "faster where they share one (measured at 1M: 1.7x to 5x, and 1.5x to 2.2x). auto: each "
+     "rank times both per message size and uses the faster, retrying the other every 32nd call, "
+     "or less often the costlier that is (down to every 512th); streaming or cached: always "
+     "that one."},
     {"COLLX_STAGING_CHUNK", "bytes", "1M",
      "CUDA device buffers are reduced by the host algorithms through pinned host memory in "
      "chunks of this size, each chunk's copy to the host overlapping the previous chunk's "
