@@ -14,9 +14,9 @@
 // follows a change. A retry costs the difference between the two kinds, which ranges from a
 // few percent to 5x on this project's VM (docs/PERFORMANCE.md), so the retries are spaced by
 // it: every kRetry-th call while the slower kind costs at most twice the faster; when it costs
-// R times as much, every (kRetry * 2^j)-th, for the least j with 2^j >= R - 1 (at most
-// kMaxSpacing). So the retries cost at most about 1/kRetry of the time. The choice is this
-// rank's own (the reader does not care how the lines were written). The ranks' retries fall on
+// R times as much, every (kRetry * 2^j)-th, for the least j with 2^j >= R - 1, with 2^j at
+// most kMaxSpacing. So up to R = kMaxSpacing + 1 the retries cost at most 1/kRetry of the
+// time. The choice is this rank's own (the reader does not care how the lines were written). The ranks' retries fall on
 // the same calls, as far as their spacings agree: the schedule depends on the sequence of
 // calls, which is the same on every rank, and a wider spacing's calls are among a narrower's.
 #pragma once
