@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "collx/collx.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
 
@@ -436,6 +437,43 @@ TEST_CASE("non-blocking: a test runs an operation that a peer's waiting thread s
     }
     TCHECK(comms[0]->ops_run_by_tests() == (rank == 0 ? 5 : 0));
     expect_done_without_waiting(ops, 3);
+  });
+}
+
+TEST_CASE("non-blocking: the collx_test call that runs the operation returns its result") {
+  // Only this rank's tests can run its part of each operation here (no watch period, no grace
+  // period ends, nobody waits), so exactly one collx_test call per operation runs it: that
+  // call, and no later one, must return the result. Every call before it finds a peer not yet
+  // started and returns COLLX_IN_PROGRESS, having run nothing.
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(kNever);
+    comms[0]->set_test_grace(kNever);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int k = 0; k < 5; ++k) {
+      auto handle = reinterpret_cast<collx_request_t>(ops[k].req);
+      collx_status_t st = COLLX_IN_PROGRESS;
+      bool ran_then_pending = false;
+      while (st == COLLX_IN_PROGRESS && std::chrono::steady_clock::now() < end) {
+        const uint64_t before = comms[0]->ops_run_by_tests();
+        st = collx_test(&handle);
+        const uint64_t ran = comms[0]->ops_run_by_tests() - before;
+        if (st == COLLX_IN_PROGRESS) {
+          ran_then_pending = ran_then_pending || ran != 0;
+        } else {
+          TCHECK(ran == 1);  // this call ran the operation and returned it
+        }
+      }
+      TCHECK(!ran_then_pending);
+      TCHECK(st == COLLX_SUCCESS);
+      TCHECK(handle == nullptr);  // collx_test freed the request with its result
+      std::vector<int32_t> exp(ops[k].buf.size());
+      fill_expected(COLLX_INT32, COLLX_SUM, 3, exp.size(), exp.data());
+      TCHECK(ops[k].buf == exp);
+    }
+    TCHECK(comms[0]->ops_run_by_tests() == 5);
   });
 }
 
