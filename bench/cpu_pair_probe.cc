@@ -5,7 +5,13 @@
 //               tens of ns between the two hardware threads of one core, more between cores;
 //   copy        memcpy bandwidth of one thread alone, then of both threads copying at the same
 //               time (what the two-shot's ranks do): about the same when each CPU has a core of
-//               its own, about half each when the two share one core.
+//               its own, about half each when the two share one core;
+//   handover    a buffer passed back and forth (GB/s, medians of rounds): CPU b copies out
+//               what CPU a has just written (read, what a two-shot rank does with a slice its
+//               peer reduced), then CPU a copies new data over what b has just read (rewrite,
+//               what a rank does when it reuses a slot or result area its peer read). A
+//               rewrite must first take the lines from the peer's cache; in the VM's slow
+//               phases that costs far more than the read.
 //
 // One line on stdout, starting with '#', so that a benchmark output that includes it still
 // parses (tools/median-table skips it). Usage: cpu_pair_probe [cpu_a cpu_b] (default 0 1).
@@ -147,6 +153,42 @@ CopyResult copy_rates(int cpu_a, int cpu_b, size_t bytes) {
   return {median(alone), median(both_a), median(both_b)};
 }
 
+// GB/s of CPU b's memcpy of `bytes` that CPU a wrote just before (read), and of CPU a's
+// memcpy over the bytes that b read just before (rewrite): a copies in from a private
+// buffer, then b copies out to its own, kRounds times.
+struct Handover {
+  double read, rewrite;
+};
+
+Handover handover_rates(int cpu_a, int cpu_b, size_t bytes) {
+  constexpr int kRounds = 201;
+  Copier shared(bytes), a_src(bytes), b_dst(bytes);
+  std::atomic<int> turn{0};  // 2k: a writes round k; 2k+1: b reads it
+  std::vector<double> reads, rewrites;
+  std::thread b([&] {
+    pin(cpu_b);
+    for (int k = 0; k < kRounds; ++k) {
+      while (turn.load(std::memory_order_acquire) != 2 * k + 1) {
+      }
+      const auto t0 = Clock::now();
+      std::memcpy(b_dst.dst.get(), shared.dst.get(), bytes);
+      reads.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+      turn.store(2 * k + 2, std::memory_order_release);
+    }
+  });
+  pin(cpu_a);
+  for (int k = 0; k < kRounds; ++k) {
+    while (turn.load(std::memory_order_acquire) != 2 * k) {
+    }
+    const auto t0 = Clock::now();
+    std::memcpy(shared.dst.get(), a_src.src.get(), bytes);
+    if (k > 0) rewrites.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+    turn.store(2 * k + 1, std::memory_order_release);
+  }
+  b.join();
+  return {median(reads), median(rewrites)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +216,13 @@ int main(int argc, char** argv) {
   for (const auto& size : sizes) {
     const CopyResult r = copy_rates(cpu_a, cpu_b, size.bytes);
     std::printf("%s %s %.1f / %.1f + %.1f", sep, size.name, r.alone, r.both_a, r.both_b);
+    sep = ",";
+  }
+  std::printf("; handover GB/s read / rewrite:");
+  sep = "";
+  for (const auto& size : {sizes[0], sizes[1]}) {
+    const Handover h = handover_rates(cpu_a, cpu_b, size.bytes);
+    std::printf("%s %s %.1f / %.1f", sep, size.name, h.read, h.rewrite);
     sep = ",";
   }
   std::printf("\n");
