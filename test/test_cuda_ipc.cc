@@ -336,17 +336,16 @@ TEST_CASE("CUDA flags: a rank that never calls times its peers out, naming it") 
   std::barrier<> done(3);  // rank 2 keeps its area until the others have given up on it
   run_ranks(3, {cfg}, [&](int rank, std::vector<Comm*>& comms) {
     FlagsRank me(*comms[0]);
-    auto call = [&] { return me.call(); };
-    const Status st = call();  // sets up, then reduces
+    const Status st = me.call();  // sets up, then reduces
     TCHECK(st.ok());
     if (rank == 2) {  // leaves the others waiting in their next call
       done.arrive_and_wait();
       return;
     }
-    const Status late = call();
+    const Status late = me.call();
     TCHECK(late.code() == COLLX_ERR_TIMEOUT);
     TCHECK(late.message().find("waited 0.5 s for rank 2's kernel") != std::string::npos);
-    const Status next = call();
+    const Status next = me.call();
     TCHECK(next.code() == COLLX_ERR_COMM_FAILED);
     done.arrive_and_wait();
   });
@@ -362,15 +361,14 @@ TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress
   std::barrier<> set_up(3);
   run_ranks(3, {flags_config(64 << 10)}, [&](int rank, std::vector<Comm*>& comms) {
     FlagsRank me(*comms[0]);
-    auto call = [&] { return me.call(); };
-    Status st = call();  // sets up, then reduces (TCHECK's lock: not around a call)
+    Status st = me.call();  // sets up, then reduces (TCHECK's lock: not around a call)
     TCHECK(st.ok());
     TCHECK(me.f.ipc->flags_calls == 1);
     set_up.arrive_and_wait();
     if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     const OuterProgress before = set_outer_progress(count_progress);
     t_progress_runs = 0;
-    st = call();
+    st = me.call();
     set_outer_progress(before);
     TCHECK(st.ok());
     TCHECK(me.f.ipc->flags_calls == 2);

@@ -16,9 +16,10 @@
 // it: every kRetry-th call while the slower kind costs at most twice the faster; when it costs
 // R times as much, every (kRetry * 2^j)-th, for the least j with 2^j >= R - 1, with 2^j at
 // most kMaxSpacing. So up to R = kMaxSpacing + 1 the retries cost at most 1/kRetry of the
-// time. The choice is this rank's own (the reader does not care how the lines were written). The ranks' retries fall on
-// the same calls, as far as their spacings agree: the schedule depends on the sequence of
-// calls, which is the same on every rank, and a wider spacing's calls are among a narrower's.
+// time. The choice is this rank's own (the reader does not care how the lines were written).
+// The ranks' retries fall on the same calls, as far as their spacings agree: the schedule
+// depends on the sequence of calls, which is the same on every rank, and a wider spacing's
+// calls are among a narrower's.
 #pragma once
 
 #include <chrono>
