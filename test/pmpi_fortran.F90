@@ -1,14 +1,18 @@
 ! An ordinary Fortran MPI program (`use mpi`, or `use mpi_f08` built with -DUSE_MPI_F08; no
-! libcollx calls) for the PMPI interposer: MPICH's Fortran bindings call the C MPI_Allreduce,
-! MPI_Iallreduce and MPI_Wait, so the preload serves Fortran's types. Run it plain and with LD_PRELOAD=libcollx_mpi.so; both runs must produce
-! exactly the expected results. Covers MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION,
-! MPI_INTEGER8, MPI_Iallreduce with MPI_Wait and with MPI_Waitall, and MPI_LOGICAL with MPI_LAND
-! (which must pass through). Prints "N passed, N failed" on rank 0; exit status 1 on any failure.
+! libcollx calls) for the PMPI interposer: MPICH's Fortran bindings call the C MPI_Allreduce and
+! MPI_Iallreduce, so the preload serves Fortran's types (and MPI_Wait: `use mpi`'s calls the C
+! one, mpi_f08's, which calls PMPI_Wait, is intercepted itself). Run it plain and with
+! LD_PRELOAD=libcollx_mpi.so; both runs must produce exactly the expected results. Covers
+! MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION, MPI_INTEGER8, MPI_Iallreduce with
+! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror) and with MPI_Waitall, and
+! MPI_LOGICAL with MPI_LAND (which must pass through). Prints "N passed, N failed" on rank 0;
+! exit status 1 on any failure.
 program pmpi_fortran
 #ifdef USE_MPI_F08
   use mpi_f08
   implicit none
   type(MPI_Request) :: reqs(2)
+  type(MPI_Status) :: st
 #else
   use mpi
   implicit none
@@ -76,6 +80,19 @@ program pmpi_fortran
     flag = flag .and. xv(i) == want_x
   end do
   call check(flag, 'MPI_Iallreduce + MPI_Wait: MPI_INTEGER bxor')
+
+#ifdef USE_MPI_F08
+  ! mpi_f08's MPI_Wait with a status and no ierror (optional there): MPI_INTEGER max.
+  do i = 1, n
+    xv(i) = mod(i * 7 + rank * 11, 1009)
+  end do
+  call MPI_Iallreduce(MPI_IN_PLACE, xv, n, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, reqs(1))
+  call MPI_Wait(reqs(1), st)
+  call MPI_Test_cancelled(st, flag)
+  flag = .not. flag .and. reqs(1) == MPI_REQUEST_NULL
+  call check(flag .and. all([(xv(i) == maxval([(mod(i * 7 + r * 11, 1009), r = 0, p - 1)]), &
+             i = 1, n)]), 'mpi_f08 MPI_Wait with a status, no ierror: MPI_INTEGER max')
+#endif
 
   ! Two MPI_Iallreduce outstanding, one MPI_Waitall.
   do i = 1, n

@@ -10,6 +10,8 @@
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
+# If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations must have
+# ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait, not polling).
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -24,6 +26,7 @@ failed=$(sum 's/.* \([0-9]*\) of the served calls failed.*/\1/p')
 failed=${failed:-0}
 unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
+wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
@@ -38,7 +41,11 @@ if [ -z "$served" ]; then
 fi
 case "${EXPECT_SERVED:-some}" in
   some) [ "$served" -gt 0 ] || { echo "libcollx served no call" >&2; exit 1; } ;;
-  none) [ "$served" -eq 0 ] || { echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
+  none) [ "$served" -eq 0 ] || { if [ -n "${EXPECT_WAIT_ENDED:-}" ] && [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
+  echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
+  exit 1
+fi
+echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
 if [ "$unfreed" -ne "${EXPECT_UNFREED:-0}" ]; then
@@ -51,6 +58,10 @@ if [ -n "$unusable" ]; then
 fi
 if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
+  exit 1
+fi
+if [ -n "${EXPECT_WAIT_ENDED:-}" ] && [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
+  echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
   exit 1
 fi
 echo "libcollx served $served calls of the allreduce functions ($failed failed)"

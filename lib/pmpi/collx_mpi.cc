@@ -21,10 +21,11 @@
 // requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
 // operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
 // poll_fn (collx_test, which waits for no rank to call in). MPICH's MPI_Wait would only
-// poll, so MPI_Wait is intercepted too: for a request of ours it calls collx_wait first. The
-// first call on a communicator without a libcollx communicator creates one, which blocks until
-// every member makes that call (as the first MPI_Allreduce does). Passed-through calls go to
-// PMPI_Iallreduce as they are (device buffers included).
+// poll, so MPI_Wait is intercepted too (the C one, and mpi_f08's, which calls PMPI_Wait
+// itself): for a request of ours it calls collx_wait first. The first call on a communicator
+// without a libcollx communicator creates one, which blocks until every member makes that
+// call (as the first MPI_Allreduce does). Passed-through calls go to PMPI_Iallreduce as they
+// are (device buffers included).
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
 // communicator is created by whichever thread first reduces on it, possibly while other
@@ -32,6 +33,7 @@
 // thread that comes to a communicator being created waits for it (std::call_once). At
 // MPI_Finalize the remaining ones are destroyed in the order of their ids, which every member
 // of each agrees on (creation order may differ between processes when threads create them).
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -80,6 +82,12 @@ struct Counts {
   std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
 };
 
+// How a served MPI_Iallreduce's operation ended (COLLX_MPI_VERBOSE): through collx_wait in
+// the intercepted MPI_Wait (C, or mpi_f08's), in the generalized request's wait_fn
+// (MPI_Waitall), through collx_test in its poll_fn (MPI_Test*, MPI_Waitany, MPI_Waitsome), or
+// after the program freed its request.
+enum Ending { kByWait, kByWaitFn, kByPoll, kByOrphan, kEndingCount };
+
 // One served MPI_Iallreduce, the extra state of its generalized request.
 struct Pending {
   collx_request_t request = nullptr;  // null once the operation completed
@@ -96,6 +104,7 @@ struct State {
   int keyval = MPI_KEYVAL_INVALID;
   Counts counts[kFnCount];
   std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
+  std::atomic<long long> endings[kEndingCount] = {};  // served MPI_Iallreduce operations
   std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
   std::vector<MPI_Comm> comms;       // those with a Cached attribute
   // Served MPI_Iallreduce operations not completed yet: by generalized request (for
@@ -402,7 +411,8 @@ void forget(Pending* p) {  // under g.pending_mutex
 
 // The operation ended with `st` (collx_test or collx_wait set p->request to null): MPI's
 // completion call reports it (query_fn), then frees the request (free_fn).
-void complete(Pending* p, collx_status_t st) {
+void complete(Pending* p, collx_status_t st, Ending how) {
+  g.endings[how].fetch_add(1, std::memory_order_relaxed);
   if (st != COLLX_SUCCESS) {
     report_failure(p->fn);
     p->error = MPI_ERR_OTHER;
@@ -444,7 +454,7 @@ int poll_fn(void* state, MPI_Status*) {
   auto* p = static_cast<Pending*>(state);
   if (p->request != nullptr) {
     const collx_status_t st = collx_test(&p->request);  // waits for no rank to call in
-    if (st != COLLX_IN_PROGRESS) complete(p, st);
+    if (st != COLLX_IN_PROGRESS) complete(p, st, kByPoll);
   }
   return MPI_SUCCESS;
 }
@@ -453,7 +463,7 @@ int wait_fn(int count, void** states, double, MPI_Status*) {
   const MpiProgress progress;  // (MPICH calls wait_fn without its lock: MPI may be called)
   for (int i = 0; i < count; ++i) {
     auto* p = static_cast<Pending*>(states[i]);
-    if (p->request != nullptr) complete(p, collx_wait(&p->request));
+    if (p->request != nullptr) complete(p, collx_wait(&p->request), kByWaitFn);
   }
   return MPI_SUCCESS;
 }
@@ -475,6 +485,7 @@ void reap_orphans(bool wait) {
       continue;
     }
     if (st != COLLX_SUCCESS) report_failure(p->fn, " (request freed)");
+    g.endings[kByOrphan].fetch_add(1, std::memory_order_relaxed);
     delete p;
   }
   if (left.empty()) return;
@@ -584,13 +595,16 @@ int finish(MPI_Comm, int, void*, void*) {
     g.off_reason = kNotReady;
   }
   if (g.verbose) {
-    // Per function: the calls per reason, then the failed ones; last, the failed frees.
-    constexpr int kPer = kReasonCount + 1, kAll = kFnCount * kPer + 1;
+    // Per function: the calls per reason, then the failed ones; then how the served
+    // MPI_Iallreduce operations ended; last, the failed frees.
+    constexpr int kPer = kReasonCount + 1, kEndings = kFnCount * kPer;
+    constexpr int kAll = kEndings + kEndingCount + 1;
     long long local[kAll] = {}, total[kAll] = {};
     for (int f = 0; f < kFnCount; ++f) {
       for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
       local[f * kPer + kReasonCount] = g.counts[f].failed.load();
     }
+    for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g.endings[e].load();
     local[kAll - 1] = g.free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -603,6 +617,13 @@ int finish(MPI_Comm, int, void*, void*) {
         for (int i = 0; i < kReasonCount; ++i) calls += total[f * kPer + i];
         if (f == kAllreduce || calls > 0) print_counts(kFnNames[f], total + f * kPer);
       }
+      const long long* ended = total + kEndings;
+      if (ended[kByWait] + ended[kByWaitFn] + ended[kByPoll] + ended[kByOrphan] > 0) {
+        std::fprintf(stderr,
+                     "libcollx_mpi: served MPI_Iallreduce operations (all ranks) ended in: "
+                     "MPI_Wait %lld, MPI_Waitall %lld, polling %lld, freed requests %lld\n",
+                     ended[kByWait], ended[kByWaitFn], ended[kByPoll], ended[kByOrphan]);
+      }
       if (total[kAll - 1] > 0) {
         std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
                      total[kAll - 1]);
@@ -610,6 +631,22 @@ int finish(MPI_Comm, int, void*, void*) {
     }
   }
   return MPI_SUCCESS;
+}
+
+// MPI_Wait's part (C and mpi_f08): a request of a served MPI_Iallreduce whose operation has
+// not ended is waited for with collx_wait, with MPI's progress running (MPICH's wait then
+// finds it complete).
+void wait_if_served(const MPI_Request* request) {
+  if (request == nullptr || g.pending_count.load(std::memory_order_relaxed) == 0) return;
+  Pending* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g.pending_mutex);
+    const auto it = g.pending.find(*request);
+    if (it != g.pending.end()) p = it->second;
+  }
+  if (p == nullptr) return;
+  const MpiProgress progress;
+  complete(p, collx_wait(&p->request), kByWait);
 }
 
 }  // namespace
@@ -658,19 +695,24 @@ __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf,
 // MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
 // thread if no thread has started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  if (request != nullptr && g.pending_count.load(std::memory_order_relaxed) > 0) {
-    Pending* p = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(g.pending_mutex);
-      const auto it = g.pending.find(*request);
-      if (it != g.pending.end()) p = it->second;
-    }
-    if (p != nullptr) {
-      const MpiProgress progress;
-      complete(p, collx_wait(&p->request));
-    }
-  }
+  wait_if_served(request);
   return PMPI_Wait(request, status);
+}
+
+// MPI_Wait of MPICH's mpi_f08 module, which calls PMPI_Wait itself (so the C MPI_Wait above
+// never sees it): the same, then MPICH's own (the next definition after this library's).
+// A TYPE(MPI_Request) is its handle, an MPI_Fint, which is MPICH's MPI_Request; the status
+// and the optional ierror go to MPICH's as they came.
+__attribute__((visibility("default"))) void mpi_wait_f08_(MPI_Request* request, void* status,
+                                                          int* ierror) {
+  using F08Wait = void (*)(MPI_Request*, void*, int*);
+  static const auto next = reinterpret_cast<F08Wait>(dlsym(RTLD_NEXT, "mpi_wait_f08_"));
+  if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
+    if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
+    return;
+  }
+  wait_if_served(request);
+  next(request, status, ierror);
 }
 
 }  // extern "C"
