@@ -343,6 +343,20 @@ void expect_done_without_waiting(std::vector<Posted>& ops, int p) {
 
 constexpr auto kNever = std::chrono::hours(1);  // a watch period that never ends in a test
 
+// Recursive doubling with every operation deferred (posted, started only when something asks).
+Config deferred_config() {
+  Config c = config_for("recursive_doubling");
+  c.async_min = size_t{1} << 40;
+  return c;
+}
+
+// Neither the worker's watch period nor a test's grace period ends: the worker starts nothing,
+// so only the rank's own tests and waits (and a nudge) start its operations.
+void worker_starts_nothing(Comm& comm) {
+  comm.set_watch_period(kNever);
+  comm.set_test_grace(kNever);
+}
+
 // collx_test in a loop (what it does before it yields), for at most 20 s.
 void test_until_done(Request* r) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -362,18 +376,14 @@ TEST_CASE("non-blocking: operations of at least COLLX_ASYNC_MIN start at once on
 }
 
 TEST_CASE("non-blocking: deferred operations start within the watch period if nobody waits") {
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;  // every operation deferred
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     expect_done_without_waiting(ops, 3);
   });
 }
 
 TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     Comm::nudge(ops.back().req);  // the last, and so every one before it
@@ -385,11 +395,8 @@ TEST_CASE("non-blocking: when every rank tests, the testing threads run the oper
   // No worker starts anything here (no watch period, no grace period ends): each operation
   // completes only if the ranks' tests find each other. Rank 1 tests the operations in
   // reverse order (testing the last one makes every one before it started).
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
-    comms[0]->set_watch_period(kNever);
-    comms[0]->set_test_grace(kNever);
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
+    worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     for (int k = 0; k < 5; ++k) {
       test_until_done(ops[rank == 1 ? 4 - k : k].req);
@@ -403,10 +410,8 @@ TEST_CASE("non-blocking: a rank that tests once and never again does not hold up
   // Rank 0 tests the operations once, first, then waits on the others (not on libcollx):
   // its worker must start them when the grace period ends (the watch period never does).
   // The others' tests run them at once, as rank 0 said it started them.
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
   std::barrier<> tested(3), finished(3);
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);
     if (rank != 0) comms[0]->set_test_grace(kNever);  // however late a peer's test comes
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
@@ -422,11 +427,8 @@ TEST_CASE("non-blocking: a rank that tests once and never again does not hold up
 }
 
 TEST_CASE("non-blocking: a test runs an operation that a peer's waiting thread started") {
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
-    comms[0]->set_watch_period(kNever);
-    comms[0]->set_test_grace(kNever);
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
+    worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     for (Posted& o : ops) {
       if (rank == 0) {
@@ -445,11 +447,8 @@ TEST_CASE("non-blocking: the collx_test call that runs the operation returns its
   // period ends, nobody waits), so exactly one collx_test call per operation runs it: that
   // call, and no later one, must return the result. Every call before it finds a peer not yet
   // started and returns COLLX_IN_PROGRESS, having run nothing.
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
-    comms[0]->set_watch_period(kNever);
-    comms[0]->set_test_grace(kNever);
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
+    worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (int k = 0; k < 5; ++k) {
@@ -478,9 +477,7 @@ TEST_CASE("non-blocking: the collx_test call that runs the operation returns its
 }
 
 TEST_CASE("non-blocking: a waiting thread runs the deferred operations before its own") {
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);  // the worker never starts them
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     Comm::wait(ops[3].req);
@@ -495,9 +492,7 @@ TEST_CASE("non-blocking: an operation made due while another runs starts when th
   // 200 ms). Meanwhile a second thread nudges operation 4: the worker, woken, finds operation
   // 0 running. Once it ends, whoever ran it must wake the worker for 1 - 4: with a watch
   // that never ends, nothing else would start them, as rank 0 waits for nothing more.
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
-  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     if (rank == 0) {
@@ -519,8 +514,7 @@ TEST_CASE("non-blocking: an operation made due while another runs starts when th
 TEST_CASE("non-blocking: deferred operations of two communicators waited in opposite orders") {
   // Rank 0 waits for A, then B; the others for B, then A. Each runs the one it waits for on
   // its own thread; the other one's worker starts it at the end of a watch period.
-  Config c = config_for("recursive_doubling");
-  c.async_min = size_t{1} << 40;
+  const Config c = deferred_config();
   run_ranks(3, {c, c}, [&](int rank, std::vector<Comm*>& comms) {
     std::vector<Posted> a = post_sums(*comms[0], rank, 3);
     std::vector<Posted> b = post_sums(*comms[1], rank, 3);
