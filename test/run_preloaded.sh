@@ -10,8 +10,9 @@
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
-# If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations must have
-# ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait, not polling).
+# If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations ("some": at
+# least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
+# not polling).
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -41,10 +42,15 @@ if [ -z "$served" ]; then
 fi
 case "${EXPECT_SERVED:-some}" in
   some) [ "$served" -gt 0 ] || { echo "libcollx served no call" >&2; exit 1; } ;;
-  none) [ "$served" -eq 0 ] || { if [ -n "${EXPECT_WAIT_ENDED:-}" ] && [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
-  echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
-  exit 1
-fi
+  none) [ "$served" -eq 0 ] || { case "${EXPECT_WAIT_ENDED:-}" in
+  '') ;;
+  some) [ "${wait_ended:-0}" -gt 0 ] || { echo "no operation ended in MPI_Wait" >&2; exit 1; } ;;
+  *)
+    if [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
+      echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
+      exit 1
+    fi ;;
+esac
 echo "libcollx served $served calls; expected none" >&2; exit 1; } ;;
   *) echo "EXPECT_SERVED must be some or none" >&2; exit 2 ;;
 esac
@@ -60,8 +66,13 @@ if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
   exit 1
 fi
-if [ -n "${EXPECT_WAIT_ENDED:-}" ] && [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
-  echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
-  exit 1
-fi
+case "${EXPECT_WAIT_ENDED:-}" in
+  '') ;;
+  some) [ "${wait_ended:-0}" -gt 0 ] || { echo "no operation ended in MPI_Wait" >&2; exit 1; } ;;
+  *)
+    if [ "${wait_ended:-0}" -ne "$EXPECT_WAIT_ENDED" ]; then
+      echo "${wait_ended:-0} operations ended in MPI_Wait; expected $EXPECT_WAIT_ENDED" >&2
+      exit 1
+    fi ;;
+esac
 echo "libcollx served $served calls of the allreduce functions ($failed failed)"
