@@ -105,7 +105,8 @@ const ConfigRow kRows[] = {
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce (and "
      "MPI_Iallreduce, MPI_Allreduce_c, MPI_Iallreduce_c) calls libcollx served (and how many "
-     "of those failed) and how many it passed through, per reason."},
+     "of those failed) and how many it passed through, per reason, and in which completion "
+     "calls the served MPI_Iallreduce operations ended."},
     {nullptr, nullptr, nullptr, nullptr},
 };
 
