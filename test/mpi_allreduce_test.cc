@@ -155,6 +155,52 @@ void nonblocking() {
   expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
 }
 
+// Completion by collx_test loops, first with rank 0 polling while the others wait, then with
+// every rank polling. Twice: on the job's nodes, then on two pretended ones (even and odd
+// ranks), where the ranks tell each other what they started by messages (announcements)
+// instead of through a node's shared memory.
+void polling() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const char* node = std::getenv("COLLX_NODE");
+  const std::string job_node = node != nullptr ? node : "";
+  for (int split = 0; split < 2; ++split) {
+    if (split == 1) setenv("COLLX_NODE", g_rank % 2 ? "poll-b" : "poll-a", 1);
+    collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+    if (node != nullptr) setenv("COLLX_NODE", job_node.c_str(), 1); else unsetenv("COLLX_NODE");
+    if (c == nullptr) continue;
+    const std::string label = split == 1 ? " (two nodes)" : " (job's nodes)";
+    for (int everyone = 0; everyone < 2; ++everyone) {
+      constexpr int kOps = 30;
+      std::vector<std::vector<int32_t>> buf(kOps);
+      std::vector<collx_request_t> req(kOps);
+      for (int i = 0; i < kOps; ++i) {
+        const size_t count = 1 + static_cast<size_t>(i) * 37;  // 4 B - 4 KiB: deferred ones
+        buf[i].resize(count);
+        fill_input(COLLX_INT32, COLLX_SUM, g_rank, count, buf[i].data());
+        expect(collx_iallreduce(COLLX_IN_PLACE, buf[i].data(), count, COLLX_INT32, COLLX_SUM, c,
+                                &req[i]) == COLLX_SUCCESS,
+               "iallreduce post" + label);
+      }
+      for (int i = 0; i < kOps; ++i) {
+        collx_status_t st = COLLX_IN_PROGRESS;
+        if (g_rank == 0 || everyone == 1) {
+          const double end = MPI_Wtime() + 20;
+          while (st == COLLX_IN_PROGRESS && MPI_Wtime() < end) st = collx_test(&req[i]);
+        } else {
+          st = collx_wait(&req[i]);
+        }
+        std::vector<int32_t> e(buf[i].size());
+        fill_expected(COLLX_INT32, COLLX_SUM, p, e.size(), e.data());
+        expect(st == COLLX_SUCCESS && req[i] == nullptr && buf[i] == e,
+               "polled iallreduce #" + std::to_string(i) + label);
+        if (st == COLLX_IN_PROGRESS) collx_wait(&req[i]);  // (failed above) not left running
+      }
+    }
+    expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy" + label);
+  }
+}
+
 // COLLX_CHECK=1 over UCX: a count mismatch is an error on every rank, and the communicator
 // works afterwards.
 void check_mode() {
@@ -230,6 +276,7 @@ int main(int argc, char** argv) {
   }
   several_comms();
   nonblocking();
+  polling();
   check_mode();
   bad_config();
   expect(collx_finalize() == COLLX_SUCCESS, "finalize");

@@ -383,18 +383,34 @@ TEST_CASE("non-blocking: deferred operations start within the watch period if no
 }
 
 TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
   run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     Comm::nudge(ops.back().req);  // the last, and so every one before it
     expect_done_without_waiting(ops, 3);
-  });
+  }, shared);
+}
+
+TEST_CASE("non-blocking: above kAnnounceMaxRanks ranks on several nodes, a test hands over") {
+  // Announcements would cost each test more than the hand-over: a nudge makes the operations
+  // due at once (no grace period ends here, so nothing else would start them).
+  run_ranks(kAnnounceMaxRanks + 1, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
+    worker_starts_nothing(*comms[0]);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 2);
+    Comm::nudge(ops.back().req);
+    expect_done_without_waiting(ops, kAnnounceMaxRanks + 1);
+    TCHECK(comms[0]->ops_run_by_tests() == 0);
+  }, false);
 }
 
 TEST_CASE("non-blocking: when every rank tests, the testing threads run the operations") {
   // No worker starts anything here (no watch period, no grace period ends): each operation
   // completes only if the ranks' tests find each other. Rank 1 tests the operations in
   // reverse order (testing the last one makes every one before it started).
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
   run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
@@ -403,7 +419,7 @@ TEST_CASE("non-blocking: when every rank tests, the testing threads run the oper
     }
     TCHECK(comms[0]->ops_run_by_tests() == 5);
     expect_done_without_waiting(ops, 3);
-  });
+  }, shared);
 }
 
 TEST_CASE("non-blocking: a rank that tests once and never again does not hold up the others") {
@@ -411,6 +427,8 @@ TEST_CASE("non-blocking: a rank that tests once and never again does not hold up
   // its worker must start them when the grace period ends (the watch period never does).
   // The others' tests run them at once, as rank 0 said it started them.
   std::barrier<> tested(3), finished(3);
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
   run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     comms[0]->set_watch_period(kNever);
     if (rank != 0) comms[0]->set_test_grace(kNever);  // however late a peer's test comes
@@ -423,13 +441,22 @@ TEST_CASE("non-blocking: a rank that tests once and never again does not hold up
     finished.arrive_and_wait();
     TCHECK(comms[0]->ops_run_by_tests() == (rank == 0 ? 0 : 5));
     expect_done_without_waiting(ops, 3);
-  });
+  }, shared);
 }
 
 TEST_CASE("non-blocking: a test runs an operation that a peer's waiting thread started") {
+  // Across nodes a waiting rank announces what it runs only once it has heard that a peer
+  // tests (else every operation would cost it p - 1 messages for nothing): rank 0's first test
+  // comes before the others wait. Where a wait comes first, its peer's test finds out when the
+  // grace period ends (never, here).
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
+  std::barrier<> first_test(3);
   run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    if (rank == 0) Comm::nudge(ops[0].req);
+    first_test.arrive_and_wait();
     for (Posted& o : ops) {
       if (rank == 0) {
         test_until_done(o.req);
@@ -439,7 +466,7 @@ TEST_CASE("non-blocking: a test runs an operation that a peer's waiting thread s
     }
     TCHECK(comms[0]->ops_run_by_tests() == (rank == 0 ? 5 : 0));
     expect_done_without_waiting(ops, 3);
-  });
+  }, shared);
 }
 
 TEST_CASE("non-blocking: the collx_test call that runs the operation returns its result") {
@@ -447,6 +474,8 @@ TEST_CASE("non-blocking: the collx_test call that runs the operation returns its
   // period ends, nobody waits), so exactly one collx_test call per operation runs it: that
   // call, and no later one, must return the result. Every call before it finds a peer not yet
   // started and returns COLLX_IN_PROGRESS, having run nothing.
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
   run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
     worker_starts_nothing(*comms[0]);
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
@@ -473,7 +502,7 @@ TEST_CASE("non-blocking: the collx_test call that runs the operation returns its
       TCHECK(ops[k].buf == exp);
     }
     TCHECK(comms[0]->ops_run_by_tests() == 5);
-  });
+  }, shared);
 }
 
 TEST_CASE("non-blocking: a waiting thread runs the deferred operations before its own") {

@@ -174,11 +174,14 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
                                           collx_request_t* request);
 /* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
  * operation's error (request freed too). collx_test does not wait for other ranks to call in.
- * Where the ranks share a node's memory, a test says that this rank started the operation
- * (and those posted before it); once every rank has started it (tested it, waited for it, or
- * its communicator's thread runs it), a test runs it on the calling thread and returns when
- * it is done: as long as the operation takes, plus at most 250 us for a rank that tested it
- * once and not again. Otherwise, when the operation is not complete, collx_test yields the
+ * A test says that this rank started the operation (and those posted before it): through the
+ * node's shared memory, or, where the ranks share none, by a 16-byte message to each peer
+ * (communicators of up to 8 ranks; on larger ones a test hands the operation to the
+ * communicator's thread at once). Once every rank has started it (tested it, waited for it,
+ * or its communicator's thread runs it; across nodes, a rank that does not test says so only
+ * once a peer has tested), a test runs it on the calling thread and returns when it is done:
+ * as long as the operation takes, plus at most 250 us for a rank that tested it once and not
+ * again. Otherwise, when the operation is not complete, collx_test yields the
  * core once (sched_yield), so that a thread running the operation gets one when a caller
  * polls in a loop. collx_wait blocks until the request completes, running operations of its
  * communicator that no thread has started. */

@@ -343,7 +343,8 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
       }
     }
     req->number = ++q.posted;
-    if (op.count * op.red.elem_size >= q.async_min) q.due = q.posted;
+    req->deferred = op.count * op.red.elem_size < q.async_min;
+    if (!req->deferred) q.due = q.posted;
     // A deferred operation needs the worker watching; one that is due, the worker now.
     wake = q.due == q.posted || !q.watching;
     q.waiting.push_back(req);
@@ -359,12 +360,13 @@ void Comm::nudge(Request* r) {
   std::unique_lock<std::mutex> lk(q->mu);
   if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
   Comm* c = r->comm;  // lives while r is not done
-  if (c->shm_ == nullptr) {  // the peers cannot tell: the worker starts it now
+  if (!c->can_tell_started()) {  // the worker starts it now
     q->due = r->number;
     lk.unlock();
     q->work.notify_one();
     return;
   }
+  c->tested_ = true;
   c->say_started(r->number);
   while (!r->done.load(std::memory_order_relaxed) && !q->running && !q->waiting.empty() &&
          c->peers_started(q->waiting.front()->number)) {
@@ -385,12 +387,19 @@ void Comm::nudge(Request* r) {
   q->work.notify_one();  // to wake up when it ends
 }
 
+void Comm::start_announcing() {
+  if (shm_ == nullptr && size() > 1 && size() <= kAnnounceMaxRanks) {
+    announce_ = transport_->start_announcing(id_owner_);
+  }
+}
+
 uint64_t Comm::ops_run_by_tests() const {
   std::lock_guard<std::mutex> g(ops_->mu);
   return ops_->run_by_tests;
 }
 
 void Comm::say_started(uint64_t number) {
+  if (announce_) transport_->announce(number);
   if (shm_ == nullptr) return;
   std::atomic<uint64_t>& mine = shm_->started(rank()).epoch;
   uint64_t seen = mine.load(std::memory_order_relaxed);
@@ -400,6 +409,7 @@ void Comm::say_started(uint64_t number) {
 }
 
 bool Comm::peers_started(uint64_t number) const {
+  if (announce_) return transport_->announced(true, nullptr) >= number;
   for (int q = 0; q < size(); ++q) {
     if (shm_->started(q).epoch.load(std::memory_order_acquire) < number) return false;
   }
@@ -407,7 +417,18 @@ bool Comm::peers_started(uint64_t number) const {
 }
 
 void Comm::run(Request* r) {
-  say_started(r->number);  // a peer's test may run it at once
+  if (announce_) {
+    // Takes in what the peers said (it would pile up), and tells them, so that a test of
+    // theirs may run it at once. Telling costs p - 1 messages: not for an operation that was
+    // due when posted (every rank's worker starts it at once, no test waits for word of it),
+    // nor while no rank ever tested.
+    std::lock_guard<std::mutex> g(ops_->mu);
+    uint64_t most = 0;
+    transport_->announced(false, &most);
+    if (r->deferred && (tested_ || most != 0)) say_started(r->number);
+  } else {
+    say_started(r->number);  // a peer's test may run it at once
+  }
   Status st = profile_ ? execute_profiled(r->op) : execute(r->op);
   OpQueue& q = *ops_;
   std::lock_guard<std::mutex> g(q.mu);

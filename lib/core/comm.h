@@ -54,6 +54,11 @@ struct Request;
 // shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
 inline constexpr std::chrono::microseconds kTestGrace{250};
 
+// Ranks that share no memory tell each other what they started by messages
+// (Transport::announce), p - 1 per operation started. Above this many ranks those would cost
+// more than handing the operation to the worker, which a test does then (Comm::nudge).
+inline constexpr int kAnnounceMaxRanks = 8;
+
 // The non-blocking operations of one communicator, posted and not yet completed. Shared with
 // its requests: a waiting thread locks it to find out whether its request is done, even when
 // the communicator was destroyed meanwhile (which needs every request completed).
@@ -91,6 +96,7 @@ struct Request {
   Comm* comm = nullptr;  // valid while the request is not done
   std::shared_ptr<OpQueue> queue;
   uint64_t number = 0;   // in posting order (OpQueue::posted)
+  bool deferred = false; // below COLLX_ASYNC_MIN: not due when posted
   std::atomic<bool> done{false};  // set last, under queue->mu; then `result` is final
   Status result;
 };
@@ -152,12 +158,13 @@ class Comm {
   // The same for every operation posted so far.
   void drain();
   // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
-  // Without shared memory among the ranks, the worker starts it now. With it, this rank says
-  // that it started every operation up to r (ShmChannel::started); if every peer has said
+  // This rank says that it started every operation up to r (through shared memory,
+  // ShmChannel::started, or by announcements: Transport::announce); if every peer has said
   // so too, this thread runs them now, with no hand-over to another thread (which costs more
   // than a small operation); if not, the worker starts them after kTestGrace, unless a later
   // test finds every peer started first. So a test runs an operation only when no peer can
-  // keep it waiting for longer than kTestGrace.
+  // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
+  // (above kAnnounceMaxRanks without shared memory), the worker starts it now.
   static void nudge(Request* r);
   // Tests: the grace period of nudge (kTestGrace). Before the first iallreduce.
   void set_test_grace(std::chrono::microseconds g) { ops_->grace = g; }
@@ -200,10 +207,14 @@ class Comm {
   // the ranks' processes, where they can reach each other's memory (else empty).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
   void worker_main();
-  // ShmChannel::started (shm_ only): this rank runs operations up to `number` without
-  // waiting for its caller; every rank has said so.
+  // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to
+  // `number` without waiting for its caller; every peer has said so. With announce_, under
+  // ops_->mu.
+  bool can_tell_started() const { return shm_ != nullptr || announce_; }
   void say_started(uint64_t number);
   bool peers_started(uint64_t number) const;
+  // Chooses announcements for a communicator without shm_ (after setup_shm).
+  void start_announcing();
   // Completes a taken operation: executes it on this thread, publishes its result and lets the
   // next one be taken. Touches neither `this` nor `r` afterwards.
   void run(Request* r);
@@ -251,6 +262,8 @@ class Comm {
   } flags_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
   std::unique_ptr<ShmChannel> shm_;
+  bool announce_ = false;  // the ranks announce what they started (Transport::announce)
+  bool tested_ = false;    // with announce_: this rank's nudge ran (under ops_->mu)
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1
   uint32_t next_seq_ = 0;
   Algo ran_ = Algo::kCount;  // the algorithm of the last operation (for the profile)

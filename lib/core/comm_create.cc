@@ -46,6 +46,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
     c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk,
                                            std::vector<int64_t>(c->size(), 0));
   }
+  c->start_announcing();
   *out = c;
   return Status();
 }
@@ -167,6 +168,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     }
     st = c->setup_shm(peers[0].shm_name, shm_status, std::move(pids));
   }
+  if (st.ok()) c->start_announcing();
   if (!st.ok()) {
     delete c;
     return st;

@@ -1,5 +1,6 @@
 #include "transport/inproc.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -24,7 +25,7 @@ struct InprocFabric::Mailbox {
   std::deque<std::shared_ptr<Message>> unexpected;
 };
 
-InprocFabric::InprocFabric(int size) {
+InprocFabric::InprocFabric(int size) : announced_(new std::atomic<uint64_t>[size]()) {
   for (int i = 0; i < size; ++i) boxes_.push_back(std::make_unique<Mailbox>());
 }
 
@@ -122,6 +123,24 @@ void InprocTransport::cancel(const std::vector<Request*>& pending) {
     r->impl = nullptr;
     r->done = true;
   }
+}
+
+// Ranks that are threads announce through memory they share: each writes its own slot.
+void InprocTransport::announce(uint64_t number) {
+  std::atomic<uint64_t>& mine = fabric_.announced_[rank()];
+  if (mine.load(std::memory_order_relaxed) < number) mine.store(number, std::memory_order_release);
+}
+
+uint64_t InprocTransport::announced(bool, uint64_t* most) {
+  uint64_t least = UINT64_MAX, greatest = 0;
+  for (int q = 0; q < size(); ++q) {
+    if (q == rank()) continue;
+    const uint64_t n = fabric_.announced_[q].load(std::memory_order_acquire);
+    least = std::min(least, n);
+    greatest = std::max(greatest, n);
+  }
+  if (most != nullptr) *most = greatest;
+  return least;  // (no peers: UINT64_MAX, every peer has)
 }
 
 }  // namespace collx

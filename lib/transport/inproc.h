@@ -3,6 +3,7 @@
 // every algorithm runs unchanged, fast and under sanitizers, without UCX or MPI.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@ class InprocFabric {
  private:
   friend class InprocTransport;
   std::vector<std::unique_ptr<Mailbox>> boxes_;  // one per destination rank
+  std::unique_ptr<std::atomic<uint64_t>[]> announced_;  // per rank: its last announcement
 };
 
 class InprocTransport final : public Transport {
@@ -35,6 +37,9 @@ class InprocTransport final : public Transport {
   Status test(Request& r) override;
   void progress() override {}
   void cancel(const std::vector<Request*>& pending) override;
+  bool start_announcing(uint64_t) override { return true; }
+  void announce(uint64_t number) override;
+  uint64_t announced(bool progress, uint64_t* most) override;
 
  private:
   InprocFabric& fabric_;

@@ -66,6 +66,24 @@ class Transport {
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
 
+  // Announcements, for ranks that share no memory (Comm::nudge): each rank tells every peer
+  // the number of the last non-blocking operation it has started (operations are numbered
+  // alike on every rank). Advisory: a lost or late one only delays a test's run, so errors
+  // are dropped here and reported by the operations themselves. Called outside operations or
+  // beside one running on another thread; the caller serialises these calls (OpQueue::mu).
+  // start_announcing: false if this transport cannot; `token` (alike on every rank, unique
+  // per communicator) tells this communicator's announcements from those of one that had its
+  // id before.
+  virtual bool start_announcing(uint64_t /*token*/) { return false; }
+  virtual void announce(uint64_t /*number*/) {}
+  // What the peers have announced so far, after receiving what has arrived (progressing the
+  // transport first if `progress`): the least number over the peers (0 while one has said
+  // nothing), and in *most (if given) the greatest.
+  virtual uint64_t announced(bool /*progress*/, uint64_t* most) {
+    if (most != nullptr) *most = 0;
+    return 0;
+  }
+
   // Waits until ready() holds, under the operation's deadline and peer-failure checks, with
   // the same spin-then-yield policy as message waits. For algorithms that synchronise through
   // shared memory; `peer` and `what` name what is awaited in the error.

@@ -58,6 +58,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
 }
 
 UcxTransport::~UcxTransport() {
+  stop_announcing();
   // Releases every endpoint; the last user closes it (forcibly where the peer failed, or
   // after an error: nothing is owed to a peer then) and flushes it; past the deadline,
   // whatever is left is dropped.

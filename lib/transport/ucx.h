@@ -123,6 +123,12 @@ class UcxTransport final : public Transport {
   // After an error on the communicator: close endpoints without flushing them.
   void mark_failed() override { force_close_ = true; }
 
+  // Announcements (ucx_announce.cc): one small tagged message to each peer, received into
+  // a receive kept posted per peer.
+  bool start_announcing(uint64_t token) override;
+  void announce(uint64_t number) override;
+  uint64_t announced(bool progress, uint64_t* most) override;
+
  protected:
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
@@ -157,6 +163,20 @@ class UcxTransport final : public Transport {
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
 
+  // Announcements. Per peer: the receive posted for its next one and the latest number
+  // heard; the sends to it, all from said_, and the number last sent. Under the worker lock.
+  struct Heard {
+    uint64_t msg[2] = {0, 0};  // token, number
+    void* req = nullptr;       // the receive of the next; null: none (the peer failed)
+    uint64_t number = 0;
+    void* sending = nullptr;   // an announcement to this peer in flight
+    uint64_t sent = 0;         // the number last sent to it
+  };
+  ucp_tag_t announce_tag(int src) const;
+  void hear(int peer);        // receives what has arrived from `peer`, posts the next receive
+  void send_announcements();  // said_ to every peer not yet told, unless one is in flight
+  void stop_announcing();     // the destructor: cancels, completes, drops what is queued
+
   UcxWorker& worker_;
   uint16_t comm_id_;
   double close_timeout_s_ = 1;
@@ -170,6 +190,8 @@ class UcxTransport final : public Transport {
   // operations (a deque keeps their addresses stable), so a warm call allocates nothing.
   std::deque<CmaOp> cma_ops_;
   size_t cma_used_ = 0;
+  std::vector<Heard> heard_;    // empty: not announcing
+  uint64_t said_[2] = {0, 0};   // token, the number last announced
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;

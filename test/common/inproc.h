@@ -27,9 +27,11 @@ inline std::mutex& catch_mutex() {
 
 // fn(rank, comms): comms[k] is this rank's communicator made with configs[k]. The ranks are
 // threads of one process, so each communicator also gets memory they all share (as ranks of
-// one node share a segment) and the shm_* algorithms.
+// one node share a segment) and the shm_* algorithms; with `share_memory` false, none (as
+// ranks on different nodes).
 inline void run_ranks(int p, const std::vector<Config>& configs,
-                      const std::function<void(int, std::vector<Comm*>&)>& fn) {
+                      const std::function<void(int, std::vector<Comm*>&)>& fn,
+                      bool share_memory = true) {
   std::vector<std::unique_ptr<InprocFabric>> fabrics;
   std::vector<std::unique_ptr<uint64_t[]>> shared;
   for (size_t k = 0; k < configs.size(); ++k) {
@@ -48,7 +50,7 @@ inline void run_ranks(int p, const std::vector<Config>& configs,
       for (size_t k = 0; k < configs.size(); ++k) {
         Comm* c = nullptr;
         Status st = Comm::create(std::make_unique<InprocTransport>(*fabrics[k], r), configs[k], &c,
-                                 aligned(k));
+                                 share_memory ? aligned(k) : nullptr);
         if (!st.ok()) throw std::runtime_error(st.message());
         comms.push_back(c);
       }

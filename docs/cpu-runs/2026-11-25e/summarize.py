@@ -1,0 +1,22 @@
+#!/usr/bin/env python3
+"""Medians over the rounds of cross-node-announce-ab.txt: latency (us) per build and mode."""
+import collections, re, statistics, sys
+d = collections.defaultdict(list)
+cur = None
+for l in open(sys.argv[1] if len(sys.argv) > 1 else 'cross-node-announce-ab.txt'):
+    m = re.match(r'== round (\d+): (\w+) (.*)', l)
+    if m:
+        cur = (m.group(2), m.group(3).strip())
+        continue
+    f = l.split()
+    if f and f[0].isdigit():
+        d[(cur, int(f[0]))].append(float(f[1]))
+for mode in ['--nonblocking', '--nonblocking --poll']:
+    print(mode)
+    sizes = sorted({s for (c, s) in d if c[1] == mode})
+    for size in sizes:
+        b = d[(('base', mode), size)]
+        n = d[(('new', mode), size)]
+        print(f"{size:6d}  base {statistics.median(b):7.2f} ({min(b):.2f}-{max(b):.2f})"
+              f"  new {statistics.median(n):7.2f} ({min(n):.2f}-{max(n):.2f})"
+              f"  new/base {statistics.median(n) / statistics.median(b):.2f}")
