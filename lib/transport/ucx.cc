@@ -7,7 +7,8 @@ namespace collx {
 namespace {
 
 // Tag layout: comm id (16 bits) | acknowledgement (1) | source rank (19) |
-// sequence number mod 4096 (12) | step (16).
+// sequence number mod 4096 (12) | step (16). Announcements (ucx_announce.cc) take the
+// acknowledgement bit with sequence 0xfff and step 0xffff.
 constexpr int kRankBits = 19;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
