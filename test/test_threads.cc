@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -101,6 +102,52 @@ std::vector<std::vector<collx_comm_t>> make_thread_comms(
 }
 
 std::vector<collx_comm_t> make_thread_comm(int p) { return make_thread_comms(1, p)[0]; }
+
+// Sets an environment variable for a scope, then restores its former value.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name(name) {
+    const char* old = getenv(name);
+    if (old != nullptr) before = old;
+    had = old != nullptr;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had ? setenv(name, before.c_str(), 1) : unsetenv(name); }
+  const char* name;
+  std::string before;
+  bool had = false;
+};
+
+// A communicator whose rank r is a thread that believes it runs on node nodes[r]
+// (COLLX_NODE). Ranks on several nodes share no memory segment, so whatever they tell each
+// other goes through UCX. A creation reads the environment before its first allgather, so each
+// rank starts only once the one before it is waiting there: no thread reads the environment
+// while this one changes it.
+std::vector<collx_comm_t> make_thread_comm_on_nodes(const std::vector<std::string>& nodes) {
+  const int p = static_cast<int>(nodes.size());
+  Board board(p);
+  std::vector<std::unique_ptr<std::barrier<>>> configured;
+  std::vector<Member> members;
+  for (int r = 0; r < p; ++r) {
+    configured.push_back(std::make_unique<std::barrier<>>(2));
+    members.push_back(Member{&board, r, configured.back().get()});
+  }
+  std::vector<collx_comm_t> comms(p, nullptr);
+  std::vector<std::thread> threads;
+  {
+    ScopedEnv node("COLLX_NODE", "");
+    for (int r = 0; r < p; ++r) {
+      setenv("COLLX_NODE", nodes[r].c_str(), 1);
+      threads.emplace_back([&, r] {
+        collx_comm_params_t params{r, p, board_allgather, &members[r]};
+        const collx_status_t st = collx_comm_create(&params, &comms[r]);
+        TCHECK(st == COLLX_SUCCESS);
+      });
+      configured[r]->arrive_and_wait();  // rank r has read its configuration
+    }
+  }
+  for (auto& t : threads) t.join();
+  return comms;
+}
 
 void destroy_thread_comm(std::vector<collx_comm_t>& comms) {
   std::vector<std::thread> threads;
@@ -324,4 +371,57 @@ TEST_CASE("collx_init and collx_finalize from several threads at once", "[thread
     });
   }
   for (auto& t : threads) t.join();
+}
+
+TEST_CASE("over UCX, ranks on two nodes announce what they started: their tests run it",
+          "[threads]") {
+  // Thread ranks 0 and 2 on node a, 1 on node b: no shared segment, so a test learns that every
+  // peer started an operation only from the peers' announcements (UCX messages). Neither the
+  // worker's watch period nor a test's grace period ends, so if the announcements did not
+  // arrive, no operation would complete; had the tests handed them over, the tests would have
+  // run none of them. Every operation is deferred (COLLX_ASYNC_MIN), so only tests start them.
+  Init init;
+  constexpr int kRanks = 3, kOps = 5;
+  constexpr auto kNever = std::chrono::hours(1);
+  std::vector<collx_comm_t> comms;
+  {
+    ScopedEnv deferred("COLLX_ASYNC_MIN", "1G");
+    comms = make_thread_comm_on_nodes({"a", "b", "a"});
+  }
+  for (collx_comm_t c : comms) {
+    auto* comm = reinterpret_cast<collx::Comm*>(c);
+    comm->set_watch_period(kNever);
+    comm->set_test_grace(kNever);
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<std::vector<int32_t>> bufs;
+      std::vector<collx_request_t> reqs(kOps, nullptr);
+      for (int k = 0; k < kOps; ++k) {
+        bufs.emplace_back(static_cast<size_t>(1 + 700 * k), r + k);
+        const collx_status_t st = collx_iallreduce(COLLX_IN_PLACE, bufs[k].data(), bufs[k].size(),
+                                                   COLLX_INT32, COLLX_SUM, comms[r], &reqs[k]);
+        TCHECK(st == COLLX_SUCCESS);
+      }
+      // Rank 1 tests the operations in reverse order (testing the last starts all before it).
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      for (int i = 0; i < kOps; ++i) {
+        const int k = r == 1 ? kOps - 1 - i : i;
+        collx_status_t st = COLLX_IN_PROGRESS;
+        while (st == COLLX_IN_PROGRESS && std::chrono::steady_clock::now() < end) {
+          st = collx_test(&reqs[k]);
+        }
+        TCHECK(st == COLLX_SUCCESS);
+      }
+      for (int k = 0; k < kOps; ++k) {
+        const int32_t want = 0 + 1 + 2 + kRanks * k;
+        TCHECK(std::all_of(bufs[k].begin(), bufs[k].end(), [&](int32_t v) { return v == want; }));
+      }
+      const uint64_t by_tests = reinterpret_cast<collx::Comm*>(comms[r])->ops_run_by_tests();
+      TCHECK(by_tests == static_cast<uint64_t>(kOps));
+    });
+  }
+  for (auto& t : threads) t.join();
+  destroy_thread_comm(comms);
 }
