@@ -4,6 +4,8 @@
 //   before  the victim stops just before collective #K, so every survivor is waiting in #K;
 //   mid     the victim enters #K with a large message and a thread of its own stops it a few
 //           milliseconds later, in the middle of the algorithm's steps.
+// The calls are blocking, or (polled) collx_iallreduce completed by collx_test loops; the ranks
+// are on one node, or (two_nodes) alternate between two pretended ones (COLLX_NODE).
 // Every survivor must then get COLLX_ERR_PEER_FAILED or COLLX_ERR_TIMEOUT from #K (or, in mid
 // mode, #K+1: the victim may already have sent all a survivor needed) within COLLX_TIMEOUT + 1 s
 // of the fault, with a message naming a rank and a step, and the victim named by at least one
@@ -12,7 +14,7 @@
 // results); collx_finalize succeeds. The parent bounds the whole scenario and reports a hang.
 //
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
-//        fault_test ALGO FAULT MODE RANKS VICTIM  (one scenario)
+//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled]  (one scenario)
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -68,6 +70,7 @@ struct Scenario {
   int ranks;
   int victim;
   bool two_nodes = false;  // COLLX_NODE alternates: peers on the "other node" go over UCX
+  bool polled = false;     // collx_iallreduce completed by a collx_test loop
 };
 
 [[noreturn]] void fail(const char* what) {
@@ -79,6 +82,20 @@ struct Scenario {
 void stop_self(Shared* sh, int sig) {
   sh->fault_time.store(now());
   kill(getpid(), sig);
+}
+
+// An in-place int32 sum posted with collx_iallreduce and completed by collx_test alone. A
+// survivor's tests never find the victim started, so its worker must start the operation when
+// the test's grace period ends, and the error must come back through collx_test.
+collx_status_t polled_allreduce(int32_t* buf, size_t count, collx_comm_t comm) {
+  collx_request_t req = nullptr;
+  collx_status_t st =
+      collx_iallreduce(COLLX_IN_PLACE, buf, count, COLLX_INT32, COLLX_SUM, comm, &req);
+  while (st == COLLX_SUCCESS && req != nullptr) {
+    st = collx_test(&req);
+    if (st == COLLX_IN_PROGRESS) st = COLLX_SUCCESS;
+  }
+  return st;
 }
 
 // One rank of a scenario. Returns the exit code of the child.
@@ -117,8 +134,9 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
         stop_self(sh, sc.sig);
       }
     }
-    const collx_status_t st =
-        collx_allreduce(COLLX_IN_PLACE, buf.data(), count, COLLX_INT32, COLLX_SUM, comm);
+    const collx_status_t st = sc.polled ? polled_allreduce(buf.data(), count, comm)
+                                        : collx_allreduce(COLLX_IN_PLACE, buf.data(), count,
+                                                          COLLX_INT32, COLLX_SUM, comm);
     if (st == COLLX_SUCCESS) {
       const int32_t want = sc.ranks * (sc.ranks + 1) / 2;
       if (buf[0] != want || buf[count - 1] != want) fail("wrong result before the fault");
@@ -244,8 +262,9 @@ bool run_scenario(const Scenario& sc) {
     std::printf("  FAIL: no survivor's error names the victim (rank %d)\n", sc.victim);
     ok = false;
   }
-  std::printf("| %-18s | %-7s | %-6s | %d | %d |",
-              (sc.algo + (sc.two_nodes ? " (2 nodes)" : "")).c_str(),
+  std::printf("| %-37s | %-7s | %-6s | %d | %d |",
+              (sc.algo + (sc.two_nodes ? " (2 nodes)" : "") + (sc.polled ? " (polled)" : ""))
+                  .c_str(),
               sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
               sc.victim);
   for (int r = 0; r < sc.ranks; ++r) {
@@ -271,11 +290,18 @@ int main(int argc, char** argv) {
   std::snprintf(timeout, sizeof timeout, "%g", kTimeout);
   setenv("COLLX_TIMEOUT", timeout, 1);
   std::vector<Scenario> matrix;
-  if (argc == 6 || argc == 7) {  // ALGO kill|stop before|mid RANKS VICTIM [two_nodes]
+  if (argc >= 6 && argc <= 8) {  // ALGO kill|stop before|mid RANKS VICTIM [two_nodes] [polled]
     matrix.push_back({argv[1], std::strcmp(argv[2], "stop") == 0 ? SIGSTOP : SIGKILL,
-                      std::strcmp(argv[3], "mid") == 0, std::atoi(argv[4]), std::atoi(argv[5]),
-                      argc == 7 && std::strcmp(argv[6], "two_nodes") == 0});
-    if (matrix[0].ranks < 2 || matrix[0].ranks > kMaxRanks || matrix[0].victim < 0 ||
+                      std::strcmp(argv[3], "mid") == 0, std::atoi(argv[4]), std::atoi(argv[5])});
+    bool bad_flag = false;
+    for (int i = 6; i < argc; ++i) {
+      const bool two_nodes = std::strcmp(argv[i], "two_nodes") == 0;
+      const bool polled = std::strcmp(argv[i], "polled") == 0;
+      matrix[0].two_nodes = matrix[0].two_nodes || two_nodes;
+      matrix[0].polled = matrix[0].polled || polled;
+      bad_flag = bad_flag || (!two_nodes && !polled);
+    }
+    if (bad_flag || matrix[0].ranks < 2 || matrix[0].ranks > kMaxRanks || matrix[0].victim < 0 ||
         matrix[0].victim >= matrix[0].ranks) {
       std::fprintf(stderr, "bad scenario\n");
       return 2;
@@ -292,6 +318,12 @@ int main(int argc, char** argv) {
     matrix.push_back({"ring", SIGKILL, true, 4, 1, true});
     matrix.push_back({"rabenseifner", SIGKILL, false, 3, 2, true});
     matrix.push_back({"recursive_doubling", SIGSTOP, false, 3, 1, true});
+    // Completed by collx_test loops: within a node the survivors' tests learn from the
+    // segment's words, across nodes from announcements, that the victim never started.
+    matrix.push_back({"shm_one_shot", SIGKILL, false, 3, 1, false, true});
+    matrix.push_back({"recursive_doubling", SIGKILL, false, 3, 2, true, true});
+    matrix.push_back({"recursive_doubling", SIGSTOP, false, 3, 0, true, true});
+    matrix.push_back({"ring", SIGKILL, true, 3, 1, true, true});
   }
   std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "
