@@ -321,6 +321,9 @@ Status UcxTransport::test(Request& r) {
 void UcxTransport::progress() {
   LockGuard g(worker_);
   ucp_worker_progress(worker_.worker());
+  // A rank that announced an operation and now waits in it sends the number that an earlier
+  // announcement in flight held back: a peer's test may wait for it.
+  if (unsent_) send_announcements();
 }
 
 void UcxTransport::cancel(const std::vector<Request*>& pending) {

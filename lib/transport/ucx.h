@@ -174,7 +174,8 @@ class UcxTransport final : public Transport {
   };
   ucp_tag_t announce_tag(int src) const;
   void hear(int peer);        // receives what has arrived from `peer`, posts the next receive
-  void send_announcements();  // said_ to every peer not yet told, unless one is in flight
+  // said_ to every peer not yet told, unless one is in flight; sets unsent_ if so.
+  void send_announcements();
   void stop_announcing();     // the destructor: cancels, completes, drops what is queued
 
   UcxWorker& worker_;
@@ -192,6 +193,7 @@ class UcxTransport final : public Transport {
   size_t cma_used_ = 0;
   std::vector<Heard> heard_;    // empty: not announcing
   uint64_t said_[2] = {0, 0};   // token, the number last announced
+  bool unsent_ = false;         // a peer awaits said_ behind a send in flight (progress sends)
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;

@@ -74,11 +74,15 @@ void UcxTransport::hear(int peer) {
 }
 
 void UcxTransport::send_announcements() {
+  unsent_ = false;
   for (int peer = 0; peer < size(); ++peer) {
     Heard& h = heard_[peer];
     if (peer == rank() || h.sent >= said_[1]) continue;
     if (h.sending != nullptr) {
-      if (ucp_request_check_status(h.sending) == UCS_INPROGRESS) continue;
+      if (ucp_request_check_status(h.sending) == UCS_INPROGRESS) {
+        unsent_ = true;
+        continue;
+      }
       ucp_request_free(h.sending);
       h.sending = nullptr;
     }
