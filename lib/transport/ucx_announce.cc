@@ -101,7 +101,9 @@ void UcxTransport::stop_announcing() {
       if (h.req != nullptr) ucp_request_cancel(worker_.worker(), h.req);
       reqs.push_back(h.req);
       reqs.push_back(h.sending);
+      h.req = h.sending = nullptr;  // complete_all frees them
     }
+    unsent_ = false;  // nothing more goes out
   }
   ucs_status_t ignored;
   worker_.complete_all(reqs, close_timeout_s_, &ignored);
