@@ -84,9 +84,10 @@ void stop_self(Shared* sh, int sig) {
   kill(getpid(), sig);
 }
 
-// An in-place int32 sum posted with collx_iallreduce and completed by collx_test alone. A
-// survivor's tests never find the victim started, so its worker must start the operation when
-// the test's grace period ends, and the error must come back through collx_test.
+// An in-place int32 sum posted with collx_iallreduce and completed by collx_test alone. In
+// "before" mode a survivor's tests never find that the victim started the call, so its worker
+// must start it when the test's grace period ends; in either mode the error must come back
+// through collx_test.
 collx_status_t polled_allreduce(int32_t* buf, size_t count, collx_comm_t comm) {
   collx_request_t req = nullptr;
   collx_status_t st =
