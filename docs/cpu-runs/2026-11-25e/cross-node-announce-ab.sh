@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A/B of announcements across nodes: two ranks that pretend to live on two nodes (COLLX_NODE
 # a / b: no shared segment; TCP stands in for the network), iallreduce + collx_wait and
-# iallreduce + a collx_test loop, 4 B - 64 KiB. "base" is the build before announcements
-# (/tmp/base, commit 6a69a28), "new" this working tree's build; alternated, ROUNDS rounds (default 3).
+# iallreduce + a collx_test loop, 4 B - 64 KiB. "base" is the build in /tmp/base (commit 6a69a28,
+# before announcements; for ../2026-11-25f/progress-unsent-ab-10.txt commit 70445f7, before
+# fb224bd), "new" this working tree's build; alternated, ROUNDS rounds (default 3).
 # MPICH's column sees one node (shared memory): no comparison here.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
