@@ -134,7 +134,7 @@ std::vector<collx_comm_t> make_thread_comm_on_nodes(const std::vector<std::strin
   std::vector<collx_comm_t> comms(p, nullptr);
   std::vector<std::thread> threads;
   {
-    ScopedEnv node("COLLX_NODE", "");
+    ScopedEnv node("COLLX_NODE", "");  // for its destructor: the loop sets each rank's value
     for (int r = 0; r < p; ++r) {
       setenv("COLLX_NODE", nodes[r].c_str(), 1);
       threads.emplace_back([&, r] {
