@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "algo/algo.h"
 #include "collx/collx.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
@@ -199,6 +201,49 @@ TEST_CASE("ring with tiny segments: many pipelined messages, uneven last segment
         TCHECK(std::memcmp(out.data(), exp.data(), count * 4) == 0);
       }
     });
+  }
+}
+
+TEST_CASE("rabenseifner: with ranks numbered node by node, the smallest ranges cross nodes") {
+  // Runs the algorithm on p threads and counts the bytes each sends to ranks of other "nodes"
+  // (c consecutive ranks each). Nearest partner first, a rank's reduce-scatter sends
+  // B(1/c - 1/q) across nodes and its allgather as much again, where MPICH's farthest-first
+  // order sends B(1 - c/q) each way: c times as much. The total stays 2B(1 - 1/q).
+  for (const std::pair<int, int>& pc : {std::pair{8, 2}, std::pair{8, 4}, std::pair{16, 4}}) {
+    const int p = pc.first, c = pc.second;
+    const size_t count = static_cast<size_t>(p) * 1000;  // B = 4000p bytes, p blocks of 4000
+    const double b = static_cast<double>(count * 4);
+    InprocFabric fabric(p);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < p; ++r) {
+      ranks.emplace_back([&, r] {
+        InprocTransport t(fabric, r);
+        Scratch scratch;
+        Reducer red;
+        TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
+        std::vector<int32_t> in(count), out(count), exp(count);
+        fill_input(COLLX_INT32, COLLX_SUM, r, count, in.data());
+        fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
+        t.begin_op(1, 60, 5);
+        const AllreduceArgs args{t, red, reinterpret_cast<const uint8_t*>(in.data()),
+                                 reinterpret_cast<uint8_t*>(out.data()), count, scratch, 64 << 10};
+        const Status st = t.end_op(allreduce_rabenseifner(args));
+        TCHECK(st.ok());
+        TCHECK(out == exp);
+      });
+    }
+    for (auto& th : ranks) th.join();
+    INFO("p " << p << ", c " << c);
+    for (int r = 0; r < p; ++r) {
+      uint64_t across = 0, all = 0;
+      for (int d = 0; d < p; ++d) {
+        all += fabric.bytes_sent(r, d);
+        if (d / c != r / c) across += fabric.bytes_sent(r, d);
+      }
+      CHECK(static_cast<double>(all) == 2 * b * (1 - 1.0 / p));
+      CHECK(static_cast<double>(across) == 2 * b * (1.0 / c - 1.0 / p));
+      CHECK(static_cast<double>(across) * c == 2 * b * (1 - static_cast<double>(c) / p));
+    }
   }
 }
 

@@ -84,6 +84,25 @@ TEST_CASE("recursive halving: partners agree, kept ranges nest and end at the ow
   }
 }
 
+TEST_CASE("bit_reverse: an involution; through it the halving partner is nearest first") {
+  for (int bits = 0; bits <= 6; ++bits) {
+    const int q = 1 << bits;
+    for (int v = 0; v < q; ++v) {
+      const int w = bit_reverse(v, bits);
+      CHECK(w < q);
+      CHECK(bit_reverse(w, bits) == v);
+      // Rabenseifner's steps, seen from the rank after the fold (v): step k's reduce-scatter
+      // partner is 2^k away, the allgather's q/2^(k+1).
+      for (int k = 0; k < bits; ++k) {
+        CHECK(bit_reverse(halving_step(w, q, k).partner, bits) == (v ^ (1 << k)));
+        CHECK(bit_reverse(doubling_step(w, k).partner, bits) == (v ^ (q >> (k + 1))));
+      }
+    }
+  }
+  CHECK(bit_reverse(0b0011, 4) == 0b1100);
+  CHECK(bit_reverse(0b0110, 3) == 0b0011);
+}
+
 TEST_CASE("recursive doubling allgather: ranges grow from the own block to everything") {
   for (int q = 1; q <= 64; q *= 2) {
     for (int v = 0; v < q; ++v) {

@@ -1,5 +1,12 @@
-// Rabenseifner: reduce-scatter by recursive halving (each step exchanges half of the range
-// still in play with the rank that far away), then allgather by recursive doubling.
+// Rabenseifner: reduce-scatter by recursive vector halving, then allgather by recursive vector
+// doubling. Step k of the reduce-scatter exchanges half of the range still in play with the
+// rank 2^k away, nearest first, and the allgather retraces the steps farthest first (Open
+// MPI's order; MPICH starts the reduce-scatter with the farthest rank). The volume is the
+// same either way, but with ranks numbered node by node (c per node, c a power of two) the
+// steps between nodes are the ones that move the smallest ranges: each rank sends 1/c of what
+// the farthest-first order sends across nodes (counted in test_algorithms.cc).
+// The block ranges are those of halving_step and doubling_step for w = bit_reverse(v), v the
+// rank after the fold: v ends the reduce-scatter owning block w.
 // Cost: 2 lg p·α + 2n(p−1)/p·β + n(p−1)/p·γ, plus one fold exchange before and one after for a
 // non-power-of-two p. Best for medium messages. Each block is reduced by one rank only and
 // then copied, so every rank ends bitwise identical.
@@ -24,12 +31,12 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
   bool sat_out = false;
   COLLX_TRY(fold_in(a, f, unfold_step, tmp, &cur, &sat_out));
   if (sat_out) return Status();
-  const int v = f.new_rank;
+  const int w = bit_reverse(f.new_rank, steps);
 
-  // Reduce-scatter: v ends owning block v (of q blocks) fully reduced.
+  // Reduce-scatter: ends owning block w (of q blocks) fully reduced.
   for (int k = 0; k < steps; ++k) {
-    const HalvingStep hs = halving_step(v, q, k);
-    const int peer = unfold(hs.partner, p);
+    const HalvingStep hs = halving_step(w, q, k);  // hs.partner: w ^ q/2^(k+1), so v ^ 2^k
+    const int peer = unfold(bit_reverse(hs.partner, steps), p);
     const Range keep = blocks(a.count, q, hs.keep_lo, hs.keep_hi);
     const Range give = blocks(a.count, q, hs.send_lo, hs.send_hi);
     Handle h = 0;
@@ -39,7 +46,7 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
       COLLX_TRY(t.wait(h));
       uint8_t* dst = a.recv + keep.begin * es;
       const uint8_t* mine = cur + keep.begin * es;
-      if (v < hs.partner) {
+      if (w < hs.partner) {
         a.red(dst, mine, tmp, keep.len);
       } else {
         a.red(dst, tmp, mine, keep.len);
@@ -52,8 +59,8 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
 
   // Allgather: exchange ever larger ranges of finished blocks, straight into recv.
   for (int k = 0; k < steps; ++k) {
-    const DoublingStep ds = doubling_step(v, k);
-    const int peer = unfold(ds.partner, p);
+    const DoublingStep ds = doubling_step(w, k);  // ds.partner: w ^ 2^k, so v ^ q/2^(k+1)
+    const int peer = unfold(bit_reverse(ds.partner, steps), p);
     const Range mine = blocks(a.count, q, ds.mine_lo, ds.mine_lo + ds.len);
     const Range theirs = blocks(a.count, q, ds.theirs_lo, ds.theirs_lo + ds.len);
     const uint32_t step = 1 + steps + k;

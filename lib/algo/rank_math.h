@@ -66,6 +66,15 @@ inline Range blocks(size_t count, size_t n, size_t lo, size_t hi) {
   return Range{a.begin, end - a.begin};
 }
 
+// v with its lowest `bits` bits in reverse order (an involution). Rabenseifner runs the two
+// functions below on w = bit_reverse(v): its partner at step k is then 2^k away in v, nearest
+// first (see rabenseifner.cc).
+inline int bit_reverse(int v, int bits) {
+  int w = 0;
+  for (int i = 0; i < bits; ++i) w |= ((v >> i) & 1) << (bits - 1 - i);
+  return w;
+}
+
 // Recursive halving step k (0-based, k < log2 q) of new rank v among q ranks: the block range
 // [lo, lo + 2*half) in play is split, v keeps the half on its side of the partner.
 struct HalvingStep {

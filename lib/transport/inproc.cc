@@ -25,8 +25,14 @@ struct InprocFabric::Mailbox {
   std::deque<std::shared_ptr<Message>> unexpected;
 };
 
-InprocFabric::InprocFabric(int size) : announced_(new std::atomic<uint64_t>[size]()) {
+InprocFabric::InprocFabric(int size)
+    : announced_(new std::atomic<uint64_t>[size]()),
+      sent_(new std::atomic<uint64_t>[static_cast<size_t>(size) * size]()) {
   for (int i = 0; i < size; ++i) boxes_.push_back(std::make_unique<Mailbox>());
+}
+
+uint64_t InprocFabric::bytes_sent(int src, int dst) const {
+  return sent_[static_cast<size_t>(src) * boxes_.size() + dst].load(std::memory_order_relaxed);
 }
 
 InprocFabric::~InprocFabric() = default;
@@ -73,6 +79,8 @@ Status InprocTransport::post(Request& r, uint32_t seq) {
     r.impl = new std::shared_ptr<InprocFabric::Message>(std::move(m));
     return Status();
   }
+  fabric_.sent_[static_cast<size_t>(rank()) * size() + r.peer].fetch_add(
+      r.bytes, std::memory_order_relaxed);
   InprocFabric::Mailbox& box = *fabric_.boxes_[r.peer];
   std::lock_guard<std::mutex> g(box.mu);
   r.done = true;  // sends are buffered: complete at once

@@ -21,10 +21,14 @@ class InprocFabric {
   struct Message;
   struct Mailbox;
 
+  // Bytes that rank src has sent to rank dst so far (tests count an algorithm's traffic).
+  uint64_t bytes_sent(int src, int dst) const;
+
  private:
   friend class InprocTransport;
   std::vector<std::unique_ptr<Mailbox>> boxes_;  // one per destination rank
   std::unique_ptr<std::atomic<uint64_t>[]> announced_;  // per rank: its last announcement
+  std::unique_ptr<std::atomic<uint64_t>[]> sent_;       // [src * size + dst]
 };
 
 class InprocTransport final : public Transport {
