@@ -18,6 +18,7 @@
 #include "collx/collx_mpi.h"
 #include "common/mpi_finish.h"
 #include "common/pattern.h"
+#include "common/scoped_env.h"
 
 using namespace collx::test;
 
@@ -49,12 +50,9 @@ bool same_everywhere(uint64_t h, MPI_Comm comm) {
 }
 
 collx_comm_t create(MPI_Comm mc, const char* algo, const char* tune) {
-  if (algo) setenv("COLLX_ALLREDUCE_ALGO", algo, 1); else unsetenv("COLLX_ALLREDUCE_ALGO");
-  if (tune) setenv("COLLX_TUNE", tune, 1); else unsetenv("COLLX_TUNE");
+  ScopedEnv a("COLLX_ALLREDUCE_ALGO", algo), t("COLLX_TUNE", tune);  // null: unset
   collx_comm_t c = nullptr;
   const collx_status_t st = collx_comm_create_mpi(mc, &c);
-  unsetenv("COLLX_ALLREDUCE_ALGO");
-  unsetenv("COLLX_TUNE");
   expect(st == COLLX_SUCCESS, std::string("comm create ") + (algo ? algo : tune ? tune : "defaults"));
   return c;
 }
@@ -162,12 +160,14 @@ void nonblocking() {
 void polling() {
   int p = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  const char* node = std::getenv("COLLX_NODE");
-  const std::string job_node = node != nullptr ? node : "";
   for (int split = 0; split < 2; ++split) {
-    if (split == 1) setenv("COLLX_NODE", g_rank % 2 ? "poll-b" : "poll-a", 1);
-    collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
-    if (node != nullptr) setenv("COLLX_NODE", job_node.c_str(), 1); else unsetenv("COLLX_NODE");
+    collx_comm_t c = nullptr;
+    if (split == 0) {
+      c = create(MPI_COMM_WORLD, nullptr, nullptr);
+    } else {
+      ScopedEnv node("COLLX_NODE", g_rank % 2 ? "poll-b" : "poll-a");
+      c = create(MPI_COMM_WORLD, nullptr, nullptr);
+    }
     if (c == nullptr) continue;
     const std::string label = split == 1 ? " (two nodes)" : " (job's nodes)";
     for (int everyone = 0; everyone < 2; ++everyone) {
@@ -206,9 +206,11 @@ void polling() {
 void check_mode() {
   int p = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  setenv("COLLX_CHECK", "1", 1);
-  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
-  unsetenv("COLLX_CHECK");
+  collx_comm_t c = nullptr;
+  {
+    ScopedEnv check("COLLX_CHECK", "1");
+    c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  }
   std::vector<int32_t> v(100, 1);
   const size_t count = g_rank == p - 1 ? 50 : 100;
   expect(collx_allreduce(COLLX_IN_PLACE, v.data(), count, COLLX_INT32, COLLX_SUM, c) ==
@@ -221,21 +223,27 @@ void check_mode() {
 }
 
 void bad_config() {
-  setenv("COLLX_TUNE", "0-4K:ring,4K-inf:turbo", 1);
   collx_comm_t c = nullptr;
-  const collx_status_t st = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
-  unsetenv("COLLX_TUNE");
+  collx_status_t st = COLLX_SUCCESS;
+  {
+    ScopedEnv tune("COLLX_TUNE", "0-4K:ring,4K-inf:turbo");
+    st = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+  }
   expect(st == COLLX_ERR_CONFIG && std::strstr(collx_last_error(), "4K-inf:turbo") && c == nullptr,
          "bad COLLX_TUNE is an error naming the token");
-  setenv("COLLX_RING_SEGMEN", "4K", 1);
-  expect(collx_comm_create_mpi(MPI_COMM_WORLD, &c) == COLLX_ERR_CONFIG &&
-             std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
-         "unknown COLLX_ variable");
-  unsetenv("COLLX_RING_SEGMEN");
+  {
+    ScopedEnv unknown("COLLX_RING_SEGMEN", "4K");
+    expect(collx_comm_create_mpi(MPI_COMM_WORLD, &c) == COLLX_ERR_CONFIG &&
+               std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
+           "unknown COLLX_ variable");
+  }
   // Settings that choose the collectives of a device call must agree within a node.
-  if (g_rank == 0) setenv("COLLX_CUDA_TWO_SHOT", "64K", 1);
-  const collx_status_t differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
-  unsetenv("COLLX_CUDA_TWO_SHOT");
+  collx_status_t differ = COLLX_SUCCESS;
+  {
+    const char* own = std::getenv("COLLX_CUDA_TWO_SHOT");
+    ScopedEnv two_shot("COLLX_CUDA_TWO_SHOT", g_rank == 0 ? "64K" : own);
+    differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+  }
   if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
     expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
            "COLLX_CUDA_TWO_SHOT may differ across nodes");

@@ -14,6 +14,9 @@
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
 #include "common/mpi_finish.h"
+#include "common/scoped_env.h"
+
+using collx::test::ScopedEnv;
 
 namespace {
 
@@ -100,12 +103,11 @@ int main(int argc, char** argv) {
   const char* algos[] = {"recursive_doubling", "rabenseifner", "ring"};
   std::vector<collx_comm_t> cs;
   for (const char* a : algos) {
-    setenv("COLLX_ALLREDUCE_ALGO", a, 1);
+    ScopedEnv algo("COLLX_ALLREDUCE_ALGO", a);
     collx_comm_t c = nullptr;
     expect(collx_comm_create_mpi(MPI_COMM_WORLD, &c) == COLLX_SUCCESS, "create per algorithm");
     cs.push_back(c);
   }
-  unsetenv("COLLX_ALLREDUCE_ALGO");
   std::vector<float> buf(1 << 18);
   auto run = [&](int n, unsigned seed) {
     std::mt19937 rng(seed);

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "collx/collx.h"
+#include "common/scoped_env.h"
 #include "memory/cuda_driver.h"
+
+using collx::test::ScopedEnv;
 
 namespace {
 
@@ -90,18 +93,21 @@ TEST_CASE("bad configuration is an error at communicator creation") {
   Init init;
   collx_comm_params_t p{0, 1, self_allgather, nullptr};
   collx_comm_t c = nullptr;
-  setenv("COLLX_TUNE", "0-4K:ring,4K-inf:bogus", 1);
-  CHECK(collx_comm_create(&p, &c) == COLLX_ERR_CONFIG);
-  CHECK(says("4K-inf:bogus"));
-  unsetenv("COLLX_TUNE");
-  setenv("COLLX_NOT_A_VARIABLE", "1", 1);
-  CHECK(collx_comm_create(&p, &c) == COLLX_ERR_CONFIG);
-  CHECK(says("COLLX_NOT_A_VARIABLE"));
-  unsetenv("COLLX_NOT_A_VARIABLE");
-  setenv("COLLX_ALLREDUCE_ALGO", "ring", 1);
-  REQUIRE(collx_comm_create(&p, &c) == COLLX_SUCCESS);
+  {
+    ScopedEnv tune("COLLX_TUNE", "0-4K:ring,4K-inf:bogus");
+    CHECK(collx_comm_create(&p, &c) == COLLX_ERR_CONFIG);
+    CHECK(says("4K-inf:bogus"));
+  }
+  {
+    ScopedEnv unknown("COLLX_NOT_A_VARIABLE", "1");
+    CHECK(collx_comm_create(&p, &c) == COLLX_ERR_CONFIG);
+    CHECK(says("COLLX_NOT_A_VARIABLE"));
+  }
+  {
+    ScopedEnv algo("COLLX_ALLREDUCE_ALGO", "ring");
+    REQUIRE(collx_comm_create(&p, &c) == COLLX_SUCCESS);
+  }
   CHECK(std::string(collx_comm_algorithm(c, 4)) == "ring");
-  unsetenv("COLLX_ALLREDUCE_ALGO");
   CHECK(collx_comm_destroy(c) == COLLX_SUCCESS);
 }
 

@@ -19,7 +19,10 @@
 
 #include "collx/collx.h"
 #include "common/inproc.h"  // TCHECK, core/comm.h
+#include "common/scoped_env.h"
 #include "core/context.h"
+
+using collx::test::ScopedEnv;
 
 namespace {
 
@@ -102,20 +105,6 @@ std::vector<std::vector<collx_comm_t>> make_thread_comms(
 }
 
 std::vector<collx_comm_t> make_thread_comm(int p) { return make_thread_comms(1, p)[0]; }
-
-// Sets an environment variable for a scope, then restores its former value.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name(name) {
-    const char* old = getenv(name);
-    if (old != nullptr) before = old;
-    had = old != nullptr;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had ? setenv(name, before.c_str(), 1) : unsetenv(name); }
-  const char* name;
-  std::string before;
-  bool had = false;
-};
 
 // A communicator whose rank r is a thread that believes it runs on node nodes[r]
 // (COLLX_NODE). Ranks on several nodes share no memory segment, so whatever they tell each
@@ -287,12 +276,13 @@ TEST_CASE("creations that still collide at the deadline fail together, holding n
           "[threads]") {
   Init init;
   constexpr int kComms = 3, kRanks = 2;
-  setenv("COLLX_TIMEOUT", "1e-9", 1);  // out of time at the first collision
   std::barrier<> gate(kComms * kRanks);
   std::vector<std::vector<Outcome>> outcomes(kComms, std::vector<Outcome>(kRanks));
-  std::vector<std::vector<collx_comm_t>> comms =
-      make_thread_comms(kComms, kRanks, &gate, &outcomes);
-  unsetenv("COLLX_TIMEOUT");
+  std::vector<std::vector<collx_comm_t>> comms;
+  {
+    ScopedEnv timeout("COLLX_TIMEOUT", "1e-9");  // out of time at the first collision
+    comms = make_thread_comms(kComms, kRanks, &gate, &outcomes);
+  }
   int out_of_ids = 0;
   for (int k = 0; k < kComms; ++k) {
     // The ranks of a creation decide together: the same status on both.
