@@ -237,20 +237,24 @@ void bad_config() {
                std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
            "unknown COLLX_ variable");
   }
-  // Settings that choose the collectives of a device call must agree within a node.
-  collx_status_t differ = COLLX_SUCCESS;
-  {
-    const char* own = std::getenv("COLLX_CUDA_TWO_SHOT");
-    ScopedEnv two_shot("COLLX_CUDA_TWO_SHOT", g_rank == 0 ? "64K" : own);
-    differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
-  }
-  if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
-    expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
-           "COLLX_CUDA_TWO_SHOT may differ across nodes");
-  } else {
-    expect(differ == COLLX_ERR_CONFIG && c == nullptr &&
-               std::strstr(collx_last_error(), "COLLX_CUDA_TWO_SHOT differs") != nullptr,
-           "COLLX_CUDA_TWO_SHOT differing within a node is an error on every rank");
+  // Settings that choose the collectives of a device call, and the shared segment's layout,
+  // must agree within a node.
+  for (const char* name : {"COLLX_CUDA_TWO_SHOT", "COLLX_SHM_AREAS"}) {
+    const std::string n = name;
+    collx_status_t differ = COLLX_SUCCESS;
+    {
+      const char* own = std::getenv(name);
+      ScopedEnv setting(name, g_rank == 0 ? (n == "COLLX_SHM_AREAS" ? "3" : "64K") : own);
+      differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+    }
+    if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
+      expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
+             n + " may differ across nodes");
+    } else {
+      expect(differ == COLLX_ERR_CONFIG && c == nullptr &&
+                 std::strstr(collx_last_error(), (n + " differs").c_str()) != nullptr,
+             n + " differing within a node is an error on every rank");
+    }
   }
 }
 

@@ -118,15 +118,21 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 }
 
 // shm_two_shot also with each kind of store forced (COLLX_SHM_STORES; the default, auto,
-// switches between them as it measures).
+// switches between them as it measures), and both with 2 and 3 areas per rank besides the
+// default 4 (COLLX_SHM_AREAS: a slot is rewritten that many epochs after it was read).
 TEST_CASE("shared memory with the smallest chunk: messages far larger than the segment") {
   Config streaming = config_for("shm_two_shot", 4096), cached = streaming;
   streaming.shm_stores = "streaming";
   cached.shm_stores = "cached";
+  Config one_shot_2 = config_for("shm_one_shot", 4096), two_shot_2 = config_for("shm_two_shot", 4096);
+  one_shot_2.shm_areas = two_shot_2.shm_areas = 2;
+  Config one_shot_3 = one_shot_2, two_shot_3 = two_shot_2;
+  one_shot_3.shm_areas = two_shot_3.shm_areas = 3;
   for (int p : {2, 3, 8}) {
     std::vector<Config> configs = {config_for("shm_one_shot", 4096),
                                    config_for("shm_two_shot", 4096), streaming, cached,
-                                   config_for("shm_cma", 4096)};
+                                   config_for("shm_cma", 4096), one_shot_2, two_shot_2,
+                                   one_shot_3, two_shot_3};
     run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
       for (size_t count : {1ul, 1023ul, 1024ul, 1025ul, 100003ul}) {
         std::vector<double> in(count), out(count), exp(count);

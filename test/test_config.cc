@@ -43,6 +43,11 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.cuda_ipc_min == 16 << 10);
   CHECK(c.cuda_ipc_min_timesliced == 2 << 20);
   CHECK(c.shm_stores == "auto");
+  CHECK(c.shm_areas == 4);
+  REQUIRE(load({"COLLX_SHM_AREAS=2"}, &c).ok());
+  CHECK(c.shm_areas == 2);
+  REQUIRE(load({"COLLX_SHM_AREAS=16"}, &c).ok());
+  CHECK(c.shm_areas == 16);
 
   REQUIRE(load({"COLLX_SHM_STORES=cached"}, &c).ok());
   CHECK(c.shm_stores == "cached");
@@ -62,7 +67,8 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   for (const char* bad : {"COLLX_TIMEOUT=abc", "COLLX_TIMEOUT=-1", "COLLX_TIMEOUT=0",
                           "COLLX_TIMEOUT=inf", "COLLX_TIMEOUT=1e8", "COLLX_TIMEOUT=nan", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
                           "COLLX_SPIN=-3", "COLLX_CUDA_IPC_MIN=-1", "COLLX_CUDA_IPC_MIN_TIMESLICED=2Q",
-                          "COLLX_SHM_STORES=", "COLLX_SHM_STORES=nt"}) {
+                          "COLLX_SHM_STORES=", "COLLX_SHM_STORES=nt", "COLLX_SHM_AREAS=1",
+                          "COLLX_SHM_AREAS=17", "COLLX_SHM_AREAS=4K", "COLLX_SHM_AREAS=two"}) {
     INFO(bad);
     s = load({bad}, &c);
     CHECK(s.code() == COLLX_ERR_CONFIG);

@@ -49,9 +49,10 @@ TEST_CASE("shared memory: private, unguessable, attachable, unlinked on request"
 TEST_CASE("shared memory layout: flags on their own cache lines, areas apart", "[shm]") {
   constexpr int p = 3;
   constexpr size_t chunk = 4096;
-  std::unique_ptr<uint64_t[]> mem(new uint64_t[ShmChannel::bytes_for(p, chunk) / 8 + 8]());
+  constexpr int areas = 3;
+  std::unique_ptr<uint64_t[]> mem(new uint64_t[ShmChannel::bytes_for(p, chunk, areas) / 8 + 8]());
   void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem.get()) + 63) & ~uintptr_t{63});
-  ShmChannel ch(base, 1, p, chunk, {});
+  ShmChannel ch(base, 1, p, chunk, areas, {});
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).ready) % 64 == 0);
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(0).reduced) -
             reinterpret_cast<uintptr_t>(&ch.flags(0).ready) == 64);
@@ -60,11 +61,19 @@ TEST_CASE("shared memory layout: flags on their own cache lines, areas apart", "
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(2).small[0]) % 64 == 0);
   CHECK(reinterpret_cast<uintptr_t>(&ch.flags(2).small[1]) -
             reinterpret_cast<uintptr_t>(&ch.flags(2).small[0]) == 64);
-  CHECK(ch.slot(1, 0) != ch.slot(2, 0));  // double buffered
-  CHECK(ch.slot(1, 0) == ch.slot(3, 0));
+  // Areas used in turn: epochs 1, 2 and 3 apart, epoch 4 back in epoch 1's.
+  CHECK(ch.slot(1, 0) != ch.slot(2, 0));
+  CHECK(ch.slot(1, 0) != ch.slot(3, 0));
+  CHECK(ch.slot(2, 0) != ch.slot(3, 0));
+  CHECK(ch.slot(1, 0) == ch.slot(4, 0));
+  CHECK(ch.result(1) != ch.result(3));
+  CHECK(ch.result(1) == ch.result(4));
   CHECK(ch.slot(1, 1) - ch.slot(1, 0) == static_cast<ptrdiff_t>(chunk));
-  uint8_t* end = static_cast<uint8_t*>(base) + ShmChannel::bytes_for(p, chunk);
-  CHECK(ch.result(2) + chunk <= end);
-  CHECK(ch.result(1) + chunk <= end);
-  CHECK(ch.result(1) >= ch.slot(1, p - 1) + chunk);
+  uint8_t* end = static_cast<uint8_t*>(base) + ShmChannel::bytes_for(p, chunk, areas);
+  for (uint64_t e = 1; e <= areas; ++e) {
+    CHECK(ch.result(e) + chunk <= end);
+    CHECK(ch.result(e) >= ch.slot(e, p - 1) + chunk);  // results after every slot
+    for (int r = 0; r < p; ++r) CHECK(ch.slot(e, r) + chunk <= ch.result(1));
+  }
+  CHECK(reinterpret_cast<uint8_t*>(&ch.started(0)) >= ch.result(areas) + chunk);
 }

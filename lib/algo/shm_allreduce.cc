@@ -15,11 +15,14 @@
 // that announces it (ShmInline), which halves the cache-line transfers a peer waits for.
 //
 // Both reduce in rank order (s0 op s1 op s2 ...), so results are bitwise identical on all
-// ranks. A slot (and the result area, and a flag line's data) is reused two epochs later, and
-// needs no wait of its own: a rank starts epoch e only after it saw every rank's `ready` of
-// epoch e-1 (for a message in the flag lines, their epoch), which every rank publishes only
-// after it has finished epoch e-2 (epochs run in order on every rank). So the fast path is
-// one flag store and one wait per epoch (two for the two-shot).
+// ranks. A slot and the result area are reused COLLX_SHM_AREAS epochs later (at least two), a
+// flag line's data two epochs later, and none needs a wait of its own: a rank starts epoch e
+// only after it saw every rank's `ready` of epoch e-1 (for a message in the flag lines, their
+// epoch), which every rank publishes only after it has finished epoch e-2 (epochs run in
+// order on every rank). So the fast path is one flag store and one wait per epoch (two for
+// the two-shot). More than two areas cost segment memory but pay where another CPU's cache
+// still holds what a rank overwrites: taking lines back from it is slow (PERFORMANCE.md,
+// "Areas used in turn").
 //
 // shm_cma       no copy through the segment: every rank names its buffers in it; rank r reads
 //               slice r of every peer's input straight from the peer's memory (one copy,

@@ -44,7 +44,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   if (shared != nullptr) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
     c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk,
-                                           std::vector<int64_t>(c->size(), 0));
+                                           config.shm_areas, std::vector<int64_t>(c->size(), 0));
   }
   c->start_announcing();
   *out = c;
@@ -100,7 +100,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
       use_shm = one_node && p.size > 1;
       if (use_shm && p.rank == 0) {
         ShmSegment* seg = nullptr;
-        shm_status = ShmSegment::create(ShmChannel::bytes_for(p.size, config.shm_chunk), &seg);
+        shm_status = ShmSegment::create(
+            ShmChannel::bytes_for(p.size, config.shm_chunk, config.shm_areas), &seg);
         created.reset(seg);
       }
     }
@@ -178,7 +179,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
 }
 
 Status Comm::setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids) {
-  const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk);
+  const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk, config_.shm_areas);
   Status attached = created;  // rank 0 made the segment (or failed to); the others attach
   if (rank() != 0) {
     ShmSegment* seg = nullptr;
@@ -187,16 +188,19 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
     segment_.reset(seg);
   }
   // With the attach status, the settings that decide which collectives a call with device
-  // buffers runs: ranks that differ would wait for each other in different ones. Each value
-  // and its negation, so that one minimum gives both the smallest and the largest.
+  // buffers runs (ranks that differ would wait for each other in different ones) and the
+  // segment's layout. Each value and its negation, so that one minimum gives both the
+  // smallest and the largest.
   const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
-  constexpr int kSettings = 6;
+  constexpr int kSettings = 8;
   const int64_t settings[kSettings] = {config_.cuda_ipc ? 1 : 0,
                                        clamp(config_.cuda_two_shot),
                                        clamp(config_.staging_chunk),
                                        clamp(config_.cuda_ipc_min),
                                        clamp(config_.cuda_ipc_min_timesliced),
-                                       clamp(config_.cuda_flags_max)};
+                                       clamp(config_.cuda_flags_max),
+                                       clamp(config_.shm_chunk),
+                                       config_.shm_areas};
   int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
   for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
   COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
@@ -204,7 +208,8 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   if (segment_) segment_->unlink();
   static const char* const kNames[kSettings] = {
       "COLLX_CUDA",         "COLLX_CUDA_TWO_SHOT",           "COLLX_STAGING_CHUNK",
-      "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED", "COLLX_CUDA_FLAGS_MAX"};
+      "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED", "COLLX_CUDA_FLAGS_MAX",
+      "COLLX_SHM_CHUNK",    "COLLX_SHM_AREAS"};
   for (int i = 0; i < kSettings; ++i) {
     if (v[1 + i] != -v[1 + kSettings + i]) {
       return error(COLLX_ERR_CONFIG,
@@ -217,6 +222,7 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   const int64_t ok = v[0];
   if (ok == 1) {
     shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk,
+                                        config_.shm_areas,
                                         std::move(pids));
     return Status();
   }

@@ -34,6 +34,7 @@ struct Config {
   std::string node;          // node identity override
   size_t cma_min = 16 << 10;
   size_t shm_chunk = 256 << 10;
+  int shm_areas = 4;  // COLLX_SHM_AREAS: data areas per rank, used in turn by epoch
   std::string shm_stores = "auto";  // COLLX_SHM_STORES: auto, streaming, cached
   size_t staging_chunk = 1 << 20;  // device buffers: bytes per staged chunk
   bool cuda_ipc = true;            // COLLX_CUDA: device buffers over CUDA IPC within a node

@@ -19,19 +19,22 @@ constexpr size_t kHexDigits = 32;
 constexpr size_t round_up64(size_t n) { return (n + 63) & ~size_t{63}; }
 }  // namespace
 
-size_t ShmChannel::bytes_for(int p, size_t chunk) {
+size_t ShmChannel::bytes_for(int p, size_t chunk, int areas) {
   const size_t flags = static_cast<size_t>(p) * sizeof(ShmRankFlags);
-  const size_t data = (2 * static_cast<size_t>(p) + 2) * chunk;
+  const size_t data = static_cast<size_t>(areas) * (static_cast<size_t>(p) + 1) * chunk;
   return round_up64(kHeader + flags + data) + static_cast<size_t>(p) * sizeof(ShmFlag);
 }
 
-ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<int64_t> pids)
+ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, int areas,
+                       std::vector<int64_t> pids)
     : rank_(rank),
       size_(p),
       chunk_(chunk),
+      areas_(static_cast<size_t>(areas)),
       flags_(reinterpret_cast<ShmRankFlags*>(static_cast<uint8_t*>(base) + kHeader)),
       data_(static_cast<uint8_t*>(base) + kHeader + static_cast<size_t>(p) * sizeof(ShmRankFlags)),
-      started_(reinterpret_cast<ShmFlag*>(static_cast<uint8_t*>(base) + bytes_for(p, chunk)) -
+      started_(reinterpret_cast<ShmFlag*>(static_cast<uint8_t*>(base) +
+                                          bytes_for(p, chunk, areas)) -
                p),  // the last words of the segment
       pids_(std::move(pids)) {}
 

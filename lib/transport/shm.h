@@ -4,7 +4,7 @@
 // random 128-bit name (another user or job cannot guess or collide with it), attached by the
 // others, and unlinked as soon as all have attached, so that a crash leaves nothing in
 // /dev/shm. ShmChannel is the layout inside it: per-rank flags on their own cache lines, and
-// double-buffered data areas. It works on any memory shared by the ranks (the unit tests use
+// data areas used in turn, epoch by epoch. It works on any memory shared by the ranks (the unit tests use
 // the heap, shared by threads).
 //
 // Synchronisation is by monotonically increasing step numbers ("epochs"): a rank publishes
@@ -66,25 +66,26 @@ struct ShmRankFlags {
 
 class ShmChannel {
  public:
-  // Bytes of shared memory for p ranks moving `chunk` bytes per rank per epoch.
-  static size_t bytes_for(int p, size_t chunk);
-  // `base`: bytes_for(p, chunk) bytes, zero-filled before first use, 64-byte aligned.
+  // Bytes of shared memory for p ranks moving `chunk` bytes per rank per epoch, through
+  // `areas` (at least 2) areas each, used in turn (Config::shm_areas).
+  static size_t bytes_for(int p, size_t chunk, int areas);
+  // `base`: bytes_for(p, chunk, areas) bytes, zero-filled before first use, 64-byte aligned.
   // `pids`: for one-copy access to the other ranks' memory (transport/peer_memory.h), each
   // rank's process id, 0 for threads of this process (the in-process tests); empty where
   // that access is not possible (then shm_cma is not either).
-  ShmChannel(void* base, int rank, int p, size_t chunk, std::vector<int64_t> pids);
+  ShmChannel(void* base, int rank, int p, size_t chunk, int areas, std::vector<int64_t> pids);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t chunk() const { return chunk_; }
   ShmRankFlags& flags(int r) const { return flags_[r]; }
-  // Rank r's input area of an epoch (two areas, used alternately).
+  // Rank r's input area of an epoch (areas_ of them, used in turn).
   uint8_t* slot(uint64_t epoch, int r) const {
-    return data_ + ((epoch & 1) * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
+    return data_ + ((epoch % areas_) * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
   }
-  // The reduced chunk of an epoch (two areas, used alternately).
+  // The reduced chunk of an epoch (areas_ of them, used in turn).
   uint8_t* result(uint64_t epoch) const {
-    return data_ + (2 * static_cast<size_t>(size_) + (epoch & 1)) * chunk_;
+    return data_ + (areas_ * static_cast<size_t>(size_) + epoch % areas_) * chunk_;
   }
   // Not an epoch: rank r runs the communicator's non-blocking operations numbered up to this
   // one without waiting for anything its caller does (Comm::nudge). After the data areas, so
@@ -104,6 +105,7 @@ class ShmChannel {
   int rank_;
   int size_;
   size_t chunk_;
+  size_t areas_;
   ShmRankFlags* flags_;
   uint8_t* data_;
   ShmFlag* started_;

@@ -36,7 +36,7 @@ inline void run_ranks(int p, const std::vector<Config>& configs,
   std::vector<std::unique_ptr<uint64_t[]>> shared;
   for (size_t k = 0; k < configs.size(); ++k) {
     fabrics.push_back(std::make_unique<InprocFabric>(p));
-    const size_t bytes = ShmChannel::bytes_for(p, configs[k].shm_chunk);
+    const size_t bytes = ShmChannel::bytes_for(p, configs[k].shm_chunk, configs[k].shm_areas);
     shared.emplace_back(new uint64_t[(bytes + 63) / 8 + 8]());  // zeroed; aligned below
   }
   auto aligned = [&](size_t k) {
