@@ -244,7 +244,10 @@ void bad_config() {
     collx_status_t differ = COLLX_SUCCESS;
     {
       const char* own = std::getenv(name);
-      ScopedEnv setting(name, g_rank == 0 ? (n == "COLLX_SHM_AREAS" ? "3" : "64K") : own);
+      const bool areas = n == "COLLX_SHM_AREAS";
+      const char* usual = areas ? "3" : "64K";  // rank 0's value, unless the job set that one
+      const char* other = own && std::strcmp(own, usual) == 0 ? (areas ? "2" : "128K") : usual;
+      ScopedEnv setting(name, g_rank == 0 ? other : own);
       differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
     }
     if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
