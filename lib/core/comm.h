@@ -106,8 +106,8 @@ class Comm {
   // Bootstraps over UCX through the user's out-of-band allgather.
   static Status create(const collx_comm_params_t& params, Comm** out);
   // Over a transport built by the caller (the in-process transport of the tests); with
-  // `shared`, ShmChannel::bytes_for(size, config.shm_chunk, config.shm_areas) zeroed bytes shared by all ranks,
-  // the shm_* algorithms are available.
+  // `shared`, ShmChannel::bytes_for(size, config.shm_chunk, config.shm_areas) zeroed bytes
+  // shared by all ranks, the shm_* algorithms are available.
   static Status create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                        void* shared = nullptr);
   ~Comm();

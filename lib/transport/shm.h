@@ -4,8 +4,8 @@
 // random 128-bit name (another user or job cannot guess or collide with it), attached by the
 // others, and unlinked as soon as all have attached, so that a crash leaves nothing in
 // /dev/shm. ShmChannel is the layout inside it: per-rank flags on their own cache lines, and
-// data areas used in turn, epoch by epoch. It works on any memory shared by the ranks (the unit tests use
-// the heap, shared by threads).
+// data areas used in turn, epoch by epoch. It works on any memory shared by the ranks (the
+// unit tests use the heap, shared by threads).
 //
 // Synchronisation is by monotonically increasing step numbers ("epochs"): a rank publishes
 // epoch e by a release store of e into its flag, and waits for a peer's flag to reach e with
@@ -81,7 +81,8 @@ class ShmChannel {
   ShmRankFlags& flags(int r) const { return flags_[r]; }
   // Rank r's input area of an epoch (areas_ of them, used in turn).
   uint8_t* slot(uint64_t epoch, int r) const {
-    return data_ + ((epoch % areas_) * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
+    const size_t area = epoch % areas_;
+    return data_ + (area * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
   }
   // The reduced chunk of an epoch (areas_ of them, used in turn).
   uint8_t* result(uint64_t epoch) const {
