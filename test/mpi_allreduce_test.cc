@@ -238,16 +238,21 @@ void bad_config() {
            "unknown COLLX_ variable");
   }
   // Settings that choose the collectives of a device call, and the shared segment's layout,
-  // must agree within a node.
-  for (const char* name : {"COLLX_CUDA_TWO_SHOT", "COLLX_SHM_AREAS"}) {
-    const std::string n = name;
+  // must agree within a node. Rank 0 takes `value`, or `otherwise` where the job already set
+  // `value` for every rank.
+  struct Setting {
+    const char* name;
+    const char* value;
+    const char* otherwise;
+  };
+  for (const Setting& s : {Setting{"COLLX_CUDA_TWO_SHOT", "64K", "128K"},
+                           Setting{"COLLX_SHM_AREAS", "3", "2"}}) {
+    const std::string n = s.name;
     collx_status_t differ = COLLX_SUCCESS;
     {
-      const char* own = std::getenv(name);
-      const bool areas = n == "COLLX_SHM_AREAS";
-      const char* usual = areas ? "3" : "64K";  // rank 0's value, unless the job set that one
-      const char* other = own && std::strcmp(own, usual) == 0 ? (areas ? "2" : "128K") : usual;
-      ScopedEnv setting(name, g_rank == 0 ? other : own);
+      const char* own = std::getenv(s.name);
+      const char* rank0 = own != nullptr && std::strcmp(own, s.value) == 0 ? s.otherwise : s.value;
+      ScopedEnv setting(s.name, g_rank == 0 ? rank0 : own);
       differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
     }
     if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement

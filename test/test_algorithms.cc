@@ -124,7 +124,8 @@ TEST_CASE("shared memory with the smallest chunk: messages far larger than the s
   Config streaming = config_for("shm_two_shot", 4096), cached = streaming;
   streaming.shm_stores = "streaming";
   cached.shm_stores = "cached";
-  Config one_shot_2 = config_for("shm_one_shot", 4096), two_shot_2 = config_for("shm_two_shot", 4096);
+  Config one_shot_2 = config_for("shm_one_shot", 4096);
+  Config two_shot_2 = config_for("shm_two_shot", 4096);
   one_shot_2.shm_areas = two_shot_2.shm_areas = 2;
   Config one_shot_3 = one_shot_2, two_shot_3 = two_shot_2;
   one_shot_3.shm_areas = two_shot_3.shm_areas = 3;
