@@ -18,6 +18,9 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
       }
       if (algo == Algo::kShmCma) return allreduce_shm_cma(a);
       return algo == Algo::kShmOneShot ? allreduce_shm_one_shot(a) : allreduce_shm_two_shot(a);
+    case Algo::kHierarchical:
+      if (a.hier == nullptr) return error(COLLX_ERR_INTERNAL, "hierarchical without nodes");
+      return allreduce_hierarchical(a);
     case Algo::kCudaIpcOneShot:
     case Algo::kCudaIpcTwoShot:
     case Algo::kCudaIpcFlags:

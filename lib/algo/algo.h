@@ -49,6 +49,15 @@ class Scratch {
   size_t size_ = 0;
 };
 
+// What the hierarchical allreduce needs besides the communicator's transport: the shared
+// memory of this rank's node (its ranks numbered by local rank), the ranks with this rank's
+// local rank, one per node, and the table that picks their algorithm by size.
+struct Hierarchy {
+  ShmChannel* node = nullptr;
+  Transport* across = nullptr;  // a GroupTransport: nodes in the same order in every group
+  const Selection* table = nullptr;
+};
+
 struct AllreduceArgs {
   Transport& t;
   const Reducer& red;
@@ -59,6 +68,7 @@ struct AllreduceArgs {
   size_t segment_bytes;  // ring pipeline segment
   ShmChannel* shm = nullptr;  // shared memory of the ranks, when all share a node
   StoreChoice* stores = nullptr;  // shm_two_shot's kind of stores; null: streaming
+  const Hierarchy* hier = nullptr;  // ranks on several nodes (Algo::kHierarchical)
 };
 
 Status allreduce_recursive_doubling(const AllreduceArgs& a);
@@ -67,6 +77,14 @@ Status allreduce_ring(const AllreduceArgs& a);
 Status allreduce_shm_one_shot(const AllreduceArgs& a);  // needs a.shm
 Status allreduce_shm_two_shot(const AllreduceArgs& a);  // needs a.shm
 Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer access
+Status allreduce_hierarchical(const AllreduceArgs& a);  // needs a.hier
+
+// The steps of the hierarchical allreduce within a node, through a.shm (whose ranks are the
+// node's): after shm_reduce_scatter, rank r of the channel holds block(count, p, r) of the
+// reduction of every rank's input (in rank order) in that block of recv; shm_allgather copies
+// every rank's block of recv into every other's.
+Status shm_reduce_scatter(const AllreduceArgs& a);
+Status shm_allgather(const AllreduceArgs& a);
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 

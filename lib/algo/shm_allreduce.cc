@@ -54,7 +54,7 @@ Status wait_all(const AllreduceArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e
 
 Status read_peer(const AllreduceArgs& a, int q, uint64_t remote, void* local, size_t bytes) {
   Status st = a.shm->read(q, remote, local, bytes);
-  return st.ok() ? st : a.t.step_error(st, q, "reading the buffer of");
+  return st.ok() ? st : a.t.step_error(st, a.shm->comm_rank(q), "reading the buffer of");
 }
 
 // out = x0 op x1 op ... x(p-1), left to right, where x(q) = input(q).
@@ -108,7 +108,77 @@ Status one_shot_inline(const AllreduceArgs& a) {
   return Status();
 }
 
+// The reduce-scatter and allgather move, per epoch, the next piece of every rank's block at
+// once (so every rank reduces in every epoch): rank q's piece at q * piece elements into a
+// slot or the result area. A piece is whole cache lines where the chunk allows it.
+Status piece_elems(const AllreduceArgs& a, size_t* out) {
+  const size_t share = a.shm->chunk() / static_cast<size_t>(a.shm->size());
+  *out = (share >= 64 ? share & ~size_t{63} : share) / a.red.elem_size;
+  if (*out > 0) return Status();
+  return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %d ranks on a node",
+               a.shm->chunk(), a.shm->size());
+}
+
 }  // namespace
+
+Status shm_reduce_scatter(const AllreduceArgs& a) {
+  ShmChannel& ch = *a.shm;
+  const size_t elem = a.red.elem_size;
+  const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
+  size_t piece = 0;
+  COLLX_TRY(piece_elems(a, &piece));
+  const Range mine = block(a.count, p, r);
+  for (size_t k = 0; k < block(a.count, p, 0).len; k += piece) {  // block 0 is the longest
+    const uint64_t e = ch.next_epoch();
+    for (size_t q = 0; q < p; ++q) {
+      const Range b = block(a.count, p, q);
+      if (q == r || k >= b.len) continue;
+      // Streamed, as the two-shot's default: the owner reads it from another core.
+      copy_streaming(ch.slot(e, ch.rank()) + q * piece * elem, a.send + (b.begin + k) * elem,
+                     std::min(piece, b.len - k) * elem);
+    }
+    shm_publish(ch, &ShmRankFlags::ready, e);
+    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
+    if (k >= mine.len) continue;
+    const size_t n = std::min(piece, mine.len - k), at = (mine.begin + k) * elem;
+    // In place, the output is this rank's input, which the first reduction (of ranks 0 and
+    // 1) would overwrite before it is read when r > 1: then through scratch.
+    uint8_t* out = a.recv + at;
+    uint8_t* into = out;
+    if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(n * elem, &into));
+    auto input = [&](int q) {
+      return static_cast<size_t>(q) == r ? a.send + at : ch.slot(e, q) + r * piece * elem;
+    };
+    reduce_in_rank_order(a, into, input, n);
+    if (into != out) copy_cached(out, into, n * elem);
+  }
+  return Status();
+}
+
+Status shm_allgather(const AllreduceArgs& a) {
+  ShmChannel& ch = *a.shm;
+  const size_t elem = a.red.elem_size;
+  const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
+  size_t piece = 0;
+  COLLX_TRY(piece_elems(a, &piece));
+  const Range mine = block(a.count, p, r);
+  for (size_t k = 0; k < block(a.count, p, 0).len; k += piece) {
+    const uint64_t e = ch.next_epoch();
+    if (k < mine.len) {
+      copy_streaming(ch.result(e) + r * piece * elem, a.recv + (mine.begin + k) * elem,
+                     std::min(piece, mine.len - k) * elem);
+    }
+    shm_publish(ch, &ShmRankFlags::ready, e);
+    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its block in"));
+    for (size_t q = 0; q < p; ++q) {
+      const Range b = block(a.count, p, q);
+      if (q == r || k >= b.len) continue;
+      copy_cached(a.recv + (b.begin + k) * elem, ch.result(e) + q * piece * elem,
+                  std::min(piece, b.len - k) * elem);
+    }
+  }
+  return Status();
+}
 
 Status allreduce_shm_one_shot(const AllreduceArgs& a) {
   if (a.count * a.red.elem_size <= ShmInline::kBytes) return one_shot_inline(a);

@@ -20,7 +20,8 @@ inline Status shm_wait_all(Transport& t, const ShmChannel& ch, Flag flag, uint64
                            const char* what) {
   for (int q = 0; q < ch.size(); ++q) {
     const std::atomic<uint64_t>& f = flag(q);
-    COLLX_TRY(t.wait_until([&] { return f.load(std::memory_order_acquire) >= epoch; }, q, what));
+    COLLX_TRY(t.wait_until([&] { return f.load(std::memory_order_acquire) >= epoch; },
+                           ch.comm_rank(q), what));
   }
   return Status();
 }

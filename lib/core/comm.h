@@ -23,6 +23,7 @@
 #include "memory/device_ipc.h"
 #include "memory/pointer_cache.h"
 #include "select/select.h"
+#include "topo/node.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
 
@@ -107,9 +108,11 @@ class Comm {
   static Status create(const collx_comm_params_t& params, Comm** out);
   // Over a transport built by the caller (the in-process transport of the tests); with
   // `shared`, ShmChannel::bytes_for(size, config.shm_chunk, config.shm_areas) zeroed bytes
-  // shared by all ranks, the shm_* algorithms are available.
+  // shared by all ranks, the shm_* algorithms are available. With `node_of` (rank r on node
+  // node_of[r]) the ranks pretend to live on those nodes, and `shared`, if given, is the
+  // memory of this rank's node (bytes_for its number of ranks), shared by its ranks only.
   static Status create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
-                       void* shared = nullptr);
+                       void* shared = nullptr, const std::vector<uint64_t>* node_of = nullptr);
   ~Comm();
 
   int rank() const { return transport_->rank(); }
@@ -205,7 +208,12 @@ class Comm {
   // Attaches the node's shared memory (`name`; `created`: rank 0's creation status) and
   // agrees that all ranks did; without it, falls back to the point-to-point table. `pids`:
   // the ranks' processes, where they can reach each other's memory (else empty).
-  Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids);
+  // With ranks on several nodes, `name` is this rank's node's segment and `layout` says
+  // which ranks share it.
+  Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids,
+                   const NodeLayout& layout);
+  // The hierarchical allreduce's node channel and group over `shared` (this node's memory).
+  void set_nodes(const NodeLayout& layout, void* shared);
   void worker_main();
   // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to
   // `number` without waiting for its caller; every peer has said so. With announce_, under
@@ -260,8 +268,14 @@ class Comm {
       }
     }
   } flags_;
-  std::unique_ptr<ShmSegment> segment_;  // UCX communicators within one node
-  std::unique_ptr<ShmChannel> shm_;
+  std::unique_ptr<ShmSegment> segment_;  // UCX communicators: this node's shared memory
+  std::unique_ptr<ShmChannel> shm_;      // every rank on one node: their shared memory
+  // Ranks on several nodes, the same number (at least 2) on each: the shared memory of this
+  // rank's node, the ranks with its local rank and their table (Algo::kHierarchical).
+  std::unique_ptr<ShmChannel> node_shm_;
+  std::unique_ptr<Transport> across_;
+  Selection across_table_;
+  Hierarchy hier_;
   bool announce_ = false;  // the ranks announce what they started (Transport::announce)
   bool tested_ = false;    // with announce_: this rank's nudge ran (under ops_->mu)
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1

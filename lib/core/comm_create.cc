@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "topo/node.h"
+#include "transport/group.h"
 #include "transport/ucx.h"
 
 namespace collx {
@@ -36,12 +37,17 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 }  // namespace
 
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
-                    void* shared) {
+                    void* shared, const std::vector<uint64_t>* node_of) {
+  const NodeLayout layout = node_layout(
+      node_of != nullptr ? *node_of : std::vector<uint64_t>(transport->size()), transport->rank());
+  const bool one_node = layout.nodes == 1 && shared != nullptr;
+  const bool hierarchical = layout.nodes > 1 && layout.per_node >= 2 && shared != nullptr;
   Selection sel;
-  COLLX_TRY(make_selection(config, transport->size(),
-                           Locality{shared != nullptr, shared != nullptr}, &sel));
+  COLLX_TRY(make_selection(config, transport->size(), Locality{one_node, one_node, hierarchical},
+                           &sel));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
-  if (shared != nullptr) {
+  if (hierarchical) c->set_nodes(layout, shared);
+  if (one_node) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
     c->shm_ = std::make_unique<ShmChannel>(shared, c->rank(), c->size(), config.shm_chunk,
                                            config.shm_areas, std::vector<int64_t>(c->size(), 0));
@@ -75,7 +81,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
                   ctx->next_creation()};
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
   BootAgreement agreed;
-  bool cma_ok = true, one_node = true, use_shm = false;
+  bool cma_ok = true, one_node = true, hierarchical = false, use_shm = false;
+  NodeLayout layout;
   std::unique_ptr<ShmSegment> created;
   Status shm_status;
   std::vector<uint8_t> slot, slots;
@@ -90,18 +97,25 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
 
     if (attempt == 0) {
       // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
+      std::vector<uint64_t> node_of;
       for (int i = 0; i < p.size; ++i) {
-        one_node = one_node && all[i].node == my_node;
+        node_of.push_back(all[i].node);
         if (i != p.rank && all[i].node == my_node) {
           cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
         }
       }
-      // Within one node rank 0 creates the shared-memory segment; its name goes in round 2.
-      use_shm = one_node && p.size > 1;
-      if (use_shm && p.rank == 0) {
+      layout = node_layout(node_of, p.rank);
+      one_node = layout.nodes == 1;
+      hierarchical = layout.nodes > 1 && layout.per_node >= 2;
+      // On each node its lowest rank creates the node's shared-memory segment; its name goes
+      // in round 2.
+      use_shm = (one_node && p.size > 1) || hierarchical;
+      if (use_shm && layout.local[0] == p.rank) {
         ShmSegment* seg = nullptr;
         shm_status = ShmSegment::create(
-            ShmChannel::bytes_for(p.size, config.shm_chunk, config.shm_areas), &seg);
+            ShmChannel::bytes_for(static_cast<int>(layout.local.size()), config.shm_chunk,
+                                  config.shm_areas),
+            &seg);
         created.reset(seg);
       }
     }
@@ -146,7 +160,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   bool use_cma = true;
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
   Selection sel;
-  st = make_selection(config, p.size, Locality{one_node, one_node && use_cma}, &sel);
+  st = make_selection(config, p.size, Locality{one_node, one_node && use_cma, hierarchical}, &sel);
   if (!st.ok()) return release_id(st);
   UcxTransport* t = nullptr;
   st = UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
@@ -167,7 +181,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     if (use_cma) {
       for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
     }
-    st = c->setup_shm(peers[0].shm_name, shm_status, std::move(pids));
+    st = c->setup_shm(peers[static_cast<size_t>(layout.local[0])].shm_name, shm_status,
+                      std::move(pids), layout);
   }
   if (st.ok()) c->start_announcing();
   if (!st.ok()) {
@@ -178,10 +193,13 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   return Status();
 }
 
-Status Comm::setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids) {
-  const size_t bytes = ShmChannel::bytes_for(size(), config_.shm_chunk, config_.shm_areas);
-  Status attached = created;  // rank 0 made the segment (or failed to); the others attach
-  if (rank() != 0) {
+Status Comm::setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids,
+                       const NodeLayout& layout) {
+  const size_t bytes = ShmChannel::bytes_for(static_cast<int>(layout.local.size()),
+                                             config_.shm_chunk, config_.shm_areas);
+  // The node's lowest rank made the segment (or failed to); the others attach.
+  Status attached = created;
+  if (rank() != layout.local[0]) {
     ShmSegment* seg = nullptr;
     attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank 0 could not create the segment")
                             : ShmSegment::attach(name, bytes, &seg);
@@ -220,6 +238,10 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
     }
   }
   const int64_t ok = v[0];
+  if (ok == 1 && layout.nodes > 1) {
+    set_nodes(layout, segment_->base());
+    return Status();
+  }
   if (ok == 1) {
     shm_ = std::make_unique<ShmChannel>(segment_->base(), rank(), size(), config_.shm_chunk,
                                         config_.shm_areas,
@@ -237,6 +259,15 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   }
   selection_ = std::move(sel);
   return Status();
+}
+
+void Comm::set_nodes(const NodeLayout& layout, void* shared) {
+  node_shm_ = std::make_unique<ShmChannel>(shared, layout.local_rank, layout.per_node,
+                                           config_.shm_chunk, config_.shm_areas,
+                                           std::vector<int64_t>{}, layout.local);
+  across_ = std::make_unique<GroupTransport>(*transport_, layout.across, layout.node_index);
+  across_table_ = default_selection(layout.nodes, Locality{});
+  hier_ = Hierarchy{node_shm_.get(), across_.get(), &across_table_};
 }
 
 }  // namespace collx

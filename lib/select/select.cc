@@ -9,11 +9,11 @@ namespace {
 constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
                                   "shm_one_shot",       "shm_two_shot", "shm_cma",
-                                  "cuda_ipc_one_shot",  "cuda_ipc_two_shot", "cuda_ipc_flags",
-                                  "staged"};
+                                  "hierarchical",       "cuda_ipc_one_shot",
+                                  "cuda_ipc_two_shot",  "cuda_ipc_flags", "staged"};
 static_assert(std::size(kNames) == static_cast<size_t>(Algo::kCount));
 // The algorithms of the table (host memory); the others are chosen for device buffers.
-constexpr size_t kTableAlgos = static_cast<size_t>(Algo::kShmCma) + 1;
+constexpr size_t kTableAlgos = static_cast<size_t>(Algo::kHierarchical) + 1;
 
 std::string size_string(size_t b) {
   if (b == kInf) return "inf";
@@ -114,6 +114,14 @@ Selection default_selection(int comm_size, Locality where) {
   // segment are streamed to memory (no cross-core cache probes), beat every point-to-point
   // algorithm and shm_cma at every size up to 16M.
   Selection sel;
+  // Across nodes with several ranks on each: shared memory within the nodes, the network
+  // only between them, at every size (hierarchical.cc; its step between nodes picks its
+  // point-to-point algorithm from this table's defaults for the number of nodes). Chosen by
+  // the algorithms' costs: one machine cannot time a network.
+  if (where.hierarchical) {
+    sel.ranges = {{0, kInf, Algo::kHierarchical}};
+    return sel;
+  }
   if (where.one_node) {
     sel.ranges = {{0, kShmOneShotMax, Algo::kShmOneShot}, {kShmOneShotMax, kInf, Algo::kShmTwoShot}};
     return sel;
@@ -157,6 +165,12 @@ Status make_selection(const Config& config, int comm_size, Locality where, Selec
                    "%s needs every rank of the communicator on one node (these %d ranks span "
                    "nodes)",
                    algo_name(r.algo), comm_size);
+    }
+    if (r.algo == Algo::kHierarchical && !where.hierarchical) {
+      return error(COLLX_ERR_CONFIG,
+                   "hierarchical needs the ranks on several nodes, the same number (at least 2) "
+                   "on each, with shared memory on each node (these %d ranks are not)",
+                   comm_size);
     }
     if (r.algo == Algo::kShmCma && !where.peer_access) {
       return error(COLLX_ERR_CONFIG,

@@ -21,6 +21,7 @@ enum class Algo : uint8_t {
   kShmOneShot,  // shared memory: needs every rank of the communicator on one node
   kShmTwoShot,
   kShmCma,  // also needs the ranks to reach each other's memory (cross-memory attach)
+  kHierarchical,  // ranks on several nodes, the same number (at least 2) on each
   // Device buffers (not in the table: chosen by Comm, named in profiles)
   kCudaIpcOneShot,
   kCudaIpcTwoShot,
@@ -31,10 +32,12 @@ enum class Algo : uint8_t {
 inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShmCma; }
 
 // Where a communicator's ranks are: all on one node (shared memory), and if so whether they
-// can read each other's memory with cross-memory attach.
+// can read each other's memory with cross-memory attach; or on several nodes with the same
+// number of ranks (at least 2) on each and shared memory within each node (hierarchical).
 struct Locality {
   bool one_node = false;
   bool peer_access = false;
+  bool hierarchical = false;
 };
 
 const char* algo_name(Algo a);
@@ -67,8 +70,8 @@ Status parse_tune(std::string_view s, Selection* out);
 Selection default_selection(int comm_size, Locality where);
 
 // Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO. A shm_* algorithm for a communicator
-// that spans nodes, or shm_cma where ranks cannot reach each other's memory, is
-// COLLX_ERR_CONFIG.
+// that spans nodes, shm_cma where ranks cannot reach each other's memory, or hierarchical
+// where the ranks are not spread evenly over several nodes, is COLLX_ERR_CONFIG.
 Status make_selection(const Config& config, int comm_size, Locality where, Selection* out);
 
 }  // namespace collx

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <unordered_map>
 
 namespace collx {
 
@@ -19,6 +20,33 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 }  // namespace
+
+NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank) {
+  NodeLayout l;
+  std::unordered_map<uint64_t, size_t> number;  // node id -> node number
+  std::vector<std::vector<int>> members;         // node number -> its ranks, ascending
+  for (size_t r = 0; r < node_of.size(); ++r) {
+    const size_t n = number.emplace(node_of[r], members.size()).first->second;
+    if (n == members.size()) members.emplace_back();
+    members[n].push_back(static_cast<int>(r));
+    if (static_cast<int>(r) == rank) l.node_index = static_cast<int>(n);
+  }
+  l.nodes = static_cast<int>(members.size());
+  l.local = members[static_cast<size_t>(l.node_index)];
+  for (size_t i = 0; i < l.local.size(); ++i) {
+    if (l.local[i] == rank) l.local_rank = static_cast<int>(i);
+  }
+  l.per_node = static_cast<int>(l.local.size());
+  for (const std::vector<int>& m : members) {
+    if (m.size() != l.local.size()) l.per_node = 0;
+  }
+  if (l.per_node > 0) {
+    for (const std::vector<int>& m : members) {
+      l.across.push_back(m[static_cast<size_t>(l.local_rank)]);
+    }
+  }
+  return l;
+}
 
 uint64_t node_id(const std::string& override_name) {
   if (!override_name.empty()) return fnv1a("override:" + override_name);

@@ -6,10 +6,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace collx {
 
 uint64_t node_id(const std::string& override_name);
+
+// How a communicator's ranks sit on nodes, seen from one rank (`node_of[r]`: rank r's node
+// id). Nodes are numbered by their lowest rank, so every rank numbers them alike.
+struct NodeLayout {
+  int nodes = 0;             // distinct nodes
+  int per_node = 0;          // ranks on each node; 0 where the nodes hold different numbers
+  int local_rank = 0;        // this rank's index among its node's ranks
+  std::vector<int> local;    // the ranks of this rank's node, ascending
+  std::vector<int> across;   // per_node > 0: the rank with this local rank on each node, by
+                             // node number (this rank is across[its node's number])
+  int node_index = 0;        // this rank's node's number
+};
+NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank);
 
 // Whether process `pid` can be read with process_vm_readv: reads 8 bytes at `address` and
 // compares them with `expect`.

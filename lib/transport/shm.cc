@@ -26,7 +26,7 @@ size_t ShmChannel::bytes_for(int p, size_t chunk, int areas) {
 }
 
 ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, int areas,
-                       std::vector<int64_t> pids)
+                       std::vector<int64_t> pids, std::vector<int> ranks)
     : rank_(rank),
       size_(p),
       chunk_(chunk),
@@ -36,7 +36,8 @@ ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, int areas,
       started_(reinterpret_cast<ShmFlag*>(static_cast<uint8_t*>(base) +
                                           bytes_for(p, chunk, areas)) -
                p),  // the last words of the segment
-      pids_(std::move(pids)) {}
+      pids_(std::move(pids)),
+      ranks_(std::move(ranks)) {}
 
 bool ShmSegment::valid_name(const std::string& name) {
   if (name.size() != std::strlen(kPrefix) + kHexDigits || name.rfind(kPrefix, 0) != 0) {

@@ -73,12 +73,17 @@ class ShmChannel {
   // `pids`: for one-copy access to the other ranks' memory (transport/peer_memory.h), each
   // rank's process id, 0 for threads of this process (the in-process tests); empty where
   // that access is not possible (then shm_cma is not either).
-  ShmChannel(void* base, int rank, int p, size_t chunk, int areas, std::vector<int64_t> pids);
+  // `ranks`: the communicator's rank of each of the channel's ranks, where the channel holds
+  // some of them (a node of a communicator across nodes); empty: the same numbers.
+  ShmChannel(void* base, int rank, int p, size_t chunk, int areas, std::vector<int64_t> pids,
+             std::vector<int> ranks = {});
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t chunk() const { return chunk_; }
   ShmRankFlags& flags(int r) const { return flags_[r]; }
+  // Rank r's rank in the communicator (for the transport's checks and errors).
+  int comm_rank(int r) const { return ranks_.empty() ? r : ranks_[static_cast<size_t>(r)]; }
   // Rank r's input area of an epoch (areas_ of them, used in turn).
   uint8_t* slot(uint64_t epoch, int r) const {
     const size_t area = epoch % areas_;
@@ -112,6 +117,7 @@ class ShmChannel {
   ShmFlag* started_;
   uint64_t epoch_ = 0;
   std::vector<int64_t> pids_;
+  std::vector<int> ranks_;
 };
 
 class ShmSegment {

@@ -31,6 +31,14 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   reset_op();
 }
 
+void Transport::begin_nested(const Transport& outer) {
+  begin_op(outer.seq_, outer.timeout_s_, 0);
+  spin_ = outer.spin_;
+  step_base_ = outer.step_base_;
+  outer.past_deadline();  // sets the outer deadline if no wait has yet
+  deadline_ = outer.deadline_;
+}
+
 Status Transport::end_op(Status st) {
   if (!st.ok()) {
     std::vector<Request*> pending;
@@ -44,7 +52,7 @@ Status Transport::end_op(Status st) {
 }
 
 Status Transport::describe(const Request& r, collx_status_t code, const char* what) const {
-  return error(code, "rank %d: %s %s rank %d (%zu bytes, collective #%u, step %u)", rank_, what,
+  return error(code, "rank %d: %s %s rank %d (%zu bytes, collective #%u, step %u)", named_, what,
                r.is_recv ? "receive from" : "send to", r.peer, r.bytes, seq_, r.step);
 }
 
@@ -66,27 +74,27 @@ Status Transport::check_wait(int peer, const char* what) const {
     return error(COLLX_ERR_PEER_FAILED,
                  "rank %d: rank %d failed (%s) while waiting for rank %d to %s (collective #%u, "
                  "shared-memory step)",
-                 rank_, dead, why.c_str(), peer, what, seq_);
+                 named_, dead, why.c_str(), peer, what, seq_);
   }
   if (past_deadline()) {
     return error(COLLX_ERR_TIMEOUT,
                  "rank %d: timed out after %g s waiting for rank %d to %s (collective #%u, "
                  "shared-memory step)",
-                 rank_, timeout_s_, peer, what, seq_);
+                 named_, timeout_s_, peer, what, seq_);
   }
   return Status();
 }
 
 Status Transport::step_error(const Status& cause, int peer, const char* what) const {
   return error(cause.code(), "rank %d: %s rank %d failed (collective #%u, shared-memory step): %s",
-               rank_, what, peer, seq_, cause.message().c_str());
+               named_, what, peer, seq_, cause.message().c_str());
 }
 
 Status Transport::post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv,
                                Handle* h) {
   if (peer < 0 || peer >= size_ || peer == rank_) {
     return error(COLLX_ERR_INTERNAL, "rank %d: algorithm addressed invalid peer %d (step %u)",
-                 rank_, peer, step);
+                 named_, peer, step);
   }
   Request& r = requests_.emplace_back();
   r.buf = buf;
@@ -124,7 +132,7 @@ Status Transport::wait_request(Request& r) {
 
 Status Transport::wait(Handle h) {
   if (h >= requests_.size()) {
-    return error(COLLX_ERR_INTERNAL, "rank %d: wait on unknown handle %u", rank_, h);
+    return error(COLLX_ERR_INTERNAL, "rank %d: wait on unknown handle %u", named_, h);
   }
   return wait_request(requests_[h]);
 }

@@ -37,7 +37,7 @@ inline constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
 
 class Transport {
  public:
-  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  Transport(int rank, int size) : rank_(rank), size_(size), named_(rank) {}
   virtual ~Transport() = default;
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -49,6 +49,11 @@ class Transport {
   void begin_op(uint32_t seq, double timeout_s, int spin_us);
   // After an error: cancels and drains pending requests. Returns `st`.
   Status end_op(Status st);
+
+  // An operation of this transport inside `outer`'s running one (GroupTransport inside its
+  // parent): the same sequence number, step base, spin and deadline (so the whole operation
+  // still has one).
+  void begin_nested(const Transport& outer);
 
   // Added to every step posted until reset: a sub-collective run inside another (the call
   // check) gets a tag range of its own.
@@ -96,6 +101,7 @@ class Transport {
   }
 
  protected:
+  friend class GroupTransport;  // forwards its requests to its parent's hooks
   struct Request {
     void* impl = nullptr;  // transport-specific; null once complete
     void* buf = nullptr;
@@ -161,12 +167,16 @@ class Transport {
 
   Status describe(const Request& r, collx_status_t code, const char* what) const;
 
+  // The rank that errors name as this one's (GroupTransport: its rank in the parent).
+  void set_named(int rank) { named_ = rank; }
+
  private:
   Status post_request(int peer, uint32_t step, void* buf, size_t bytes, bool is_recv, Handle* h);
   Status wait_request(Request& r);
 
   int rank_;
   int size_;
+  int named_;
   uint32_t seq_ = 0;
   mutable Clock::time_point deadline_{};  // set by the first past_deadline() of an operation
   double timeout_s_ = 0;

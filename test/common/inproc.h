@@ -2,6 +2,7 @@
 // transport, so algorithm tests need neither UCX nor MPI.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,19 +29,33 @@ inline std::mutex& catch_mutex() {
 // fn(rank, comms): comms[k] is this rank's communicator made with configs[k]. The ranks are
 // threads of one process, so each communicator also gets memory they all share (as ranks of
 // one node share a segment) and the shm_* algorithms; with `share_memory` false, none (as
-// ranks on different nodes).
+// ranks on different nodes). With `nodes` (rank r on node nodes[r]), the ranks pretend to
+// live on those nodes: each node's ranks share memory of their own (if share_memory).
 inline void run_ranks(int p, const std::vector<Config>& configs,
                       const std::function<void(int, std::vector<Comm*>&)>& fn,
-                      bool share_memory = true) {
+                      bool share_memory = true, const std::vector<uint64_t>& nodes = {}) {
+  const std::vector<uint64_t> node_of = nodes.empty() ? std::vector<uint64_t>(p) : nodes;
+  const auto on_node = [&](uint64_t n) {
+    return static_cast<int>(std::count(node_of.begin(), node_of.end(), n));
+  };
   std::vector<std::unique_ptr<InprocFabric>> fabrics;
-  std::vector<std::unique_ptr<uint64_t[]>> shared;
+  std::vector<std::vector<std::unique_ptr<uint64_t[]>>> shared(configs.size());  // [k][rank]
   for (size_t k = 0; k < configs.size(); ++k) {
     fabrics.push_back(std::make_unique<InprocFabric>(p));
-    const size_t bytes = ShmChannel::bytes_for(p, configs[k].shm_chunk, configs[k].shm_areas);
-    shared.emplace_back(new uint64_t[(bytes + 63) / 8 + 8]());  // zeroed; aligned below
+    for (int r = 0; r < p; ++r) {  // a node's memory is its lowest rank's entry
+      const auto first = std::find(node_of.begin(), node_of.end(), node_of[r]) - node_of.begin();
+      if (first != r) {
+        shared[k].emplace_back();
+        continue;
+      }
+      const size_t bytes = ShmChannel::bytes_for(on_node(node_of[r]), configs[k].shm_chunk,
+                                                 configs[k].shm_areas);
+      shared[k].emplace_back(new uint64_t[(bytes + 63) / 8 + 8]());  // zeroed; aligned below
+    }
   }
-  auto aligned = [&](size_t k) {
-    const auto a = reinterpret_cast<uintptr_t>(shared[k].get());
+  auto aligned = [&](size_t k, int r) {
+    const auto first = std::find(node_of.begin(), node_of.end(), node_of[r]) - node_of.begin();
+    const auto a = reinterpret_cast<uintptr_t>(shared[k][static_cast<size_t>(first)].get());
     return reinterpret_cast<void*>((a + 63) & ~uintptr_t{63});
   };
   std::vector<std::thread> threads;
@@ -50,7 +65,7 @@ inline void run_ranks(int p, const std::vector<Config>& configs,
       for (size_t k = 0; k < configs.size(); ++k) {
         Comm* c = nullptr;
         Status st = Comm::create(std::make_unique<InprocTransport>(*fabrics[k], r), configs[k], &c,
-                                 share_memory ? aligned(k) : nullptr);
+                                 share_memory ? aligned(k, r) : nullptr, &node_of);
         if (!st.ok()) throw std::runtime_error(st.message());
         comms.push_back(c);
       }

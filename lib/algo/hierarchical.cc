@@ -1,0 +1,60 @@
+// hierarchical: ranks on N nodes, c on each (c >= 2, the same on every node). Shared memory
+// within each node, the network only between nodes:
+//
+// 1. within the node, a reduce-scatter through its shared memory: local rank l ends with
+//    block l (of c) of its node's sum, reduced in local rank order;
+// 2. between nodes, the ranks with local rank l (one per node: c groups of N ranks, each
+//    over the network at once) allreduce block l with the point-to-point algorithm that the
+//    defaults for N ranks pick for its size (recursive doubling, Rabenseifner or ring);
+// 3. within the node, an allgather of the blocks through the shared memory.
+//
+// Between nodes each rank moves the cost of an allreduce of n/c bytes over N ranks (ring:
+// 2(N-1) messages, 2(n/c)(N-1)/N bytes), so a node sends 2n(N-1)/N in all, the flat ring's
+// and Rabenseifner's volume in lg N or 2(N-1) network steps instead of lg p or 2(p-1), while
+// the copies and reductions within the node are the shared-memory two-shot's.
+//
+// Up to kWholeMax bytes (latency-bound) step 1 is the shared-memory one-shot instead (every
+// local rank gets the node's sum) and step 2 allreduces the whole message in every group;
+// there is no step 3. Every group holds the same inputs (the nodes' sums) in the same order
+// (nodes by their lowest rank) and runs the same algorithm, so every rank gets the same bits.
+//
+// Results are bitwise identical on all ranks and reproducible for a fixed placement, but
+// the order of reduction differs from a flat algorithm's (node sums, then across nodes).
+#include "algo/algo.h"
+#include "algo/rank_math.h"
+#include "transport/shm.h"
+
+namespace collx {
+
+namespace {
+
+// Not timed across nodes (one machine): the within-node one-shot's measured crossover.
+constexpr size_t kWholeMax = 16 << 10;
+
+// Step 2: `count` elements of `buf`, in place, over the ranks with this local rank.
+Status allreduce_across(const AllreduceArgs& a, uint8_t* buf, size_t count) {
+  Transport& t = *a.hier->across;
+  t.begin_nested(a.t);
+  const AllreduceArgs g{t, a.red, buf, buf, count, a.scratch, a.segment_bytes};
+  return t.end_op(run_allreduce(a.hier->table->pick(count * a.red.elem_size), g));
+}
+
+}  // namespace
+
+Status allreduce_hierarchical(const AllreduceArgs& a) {
+  AllreduceArgs node = a;
+  node.shm = a.hier->node;
+  if (a.count * a.red.elem_size <= kWholeMax) {
+    COLLX_TRY(allreduce_shm_one_shot(node));
+    return allreduce_across(a, a.recv, a.count);
+  }
+  COLLX_TRY(shm_reduce_scatter(node));
+  const Range mine = block(a.count, static_cast<size_t>(node.shm->size()),
+                           static_cast<size_t>(node.shm->rank()));
+  if (mine.len > 0) {
+    COLLX_TRY(allreduce_across(a, a.recv + mine.begin * a.red.elem_size, mine.len));
+  }
+  return shm_allgather(node);
+}
+
+}  // namespace collx

@@ -1,0 +1,48 @@
+// Some of a transport's ranks as a transport of their own, for an algorithm that runs among
+// them only: the hierarchical allreduce's step between nodes, where the ranks with one local
+// rank (one per node) allreduce their block. The algorithm sees ranks 0 .. n-1, positions in
+// `members`; each request goes through the parent with the peer's rank there, so its tags,
+// its errors and the peer-failure checks are the parent's. Operations on the group run inside
+// one of the parent's (same sequence number), between the parent's begin_op and end_op.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace collx {
+
+class GroupTransport final : public Transport {
+ public:
+  // `position`: this rank's index in `members` (members[position] == parent.rank()).
+  GroupTransport(Transport& parent, std::vector<int> members, int position)
+      : Transport(position, static_cast<int>(members.size())),
+        parent_(parent),
+        members_(std::move(members)) {
+    set_named(parent.rank());
+  }
+
+  const std::vector<int>& members() const { return members_; }
+
+ protected:
+  Status post(Request& r, uint32_t seq) override {
+    r.peer = members_[static_cast<size_t>(r.peer)];  // from here on, the parent's rank
+    return parent_.post(r, seq);
+  }
+  Status test(Request& r) override { return parent_.test(r); }
+  void progress() override { parent_.progress(); }
+  void cancel(const std::vector<Request*>& pending) override { parent_.cancel(pending); }
+  Status peer_failure(const Request& r) const override { return parent_.peer_failure(r); }
+  int dead_peer(int prefer, std::string* why) const override {
+    const bool member = prefer >= 0 && prefer < size();
+    return parent_.dead_peer(member ? members_[static_cast<size_t>(prefer)] : -1, why);
+  }
+
+ private:
+  Transport& parent_;
+  std::vector<int> members_;
+};
+
+}  // namespace collx
