@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,33 @@ bool same_everywhere(uint64_t h, MPI_Comm comm) {
   MPI_Allreduce(&h, &mn, 1, MPI_UINT64_T, MPI_MIN, comm);
   MPI_Allreduce(&h, &mx, 1, MPI_UINT64_T, MPI_MAX, comm);
   return mn == mx;
+}
+
+// Where the ranks sit, from COLLX_NODE (unset: the real node): all on one node, or on
+// several with the same number (at least 2) on each, where communicators of MPI_COMM_WORLD
+// run hierarchical and their settings must agree on every rank.
+struct Placement {
+  bool one_node = true;
+  bool even = false;
+};
+
+Placement placement() {
+  constexpr int kLen = 64;
+  char mine[kLen] = {};
+  const char* n = std::getenv("COLLX_NODE");
+  std::snprintf(mine, kLen, "%s", n != nullptr ? n : "");
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  std::vector<char> all(static_cast<size_t>(kLen) * p);
+  MPI_Allgather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, MPI_COMM_WORLD);
+  std::map<std::string, int> ranks;
+  for (int i = 0; i < p; ++i) ++ranks[std::string(&all[static_cast<size_t>(i) * kLen])];
+  Placement pl;
+  pl.one_node = ranks.size() == 1;
+  pl.even = !pl.one_node;
+  for (const auto& node : ranks) pl.even = pl.even && node.second == ranks.begin()->second;
+  pl.even = pl.even && ranks.begin()->second >= 2;
+  return pl;
 }
 
 collx_comm_t create(MPI_Comm mc, const char* algo, const char* tune) {
@@ -255,7 +283,8 @@ void bad_config() {
       ScopedEnv setting(s.name, g_rank == 0 ? rank0 : own);
       differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
     }
-    if (std::getenv("COLLX_NODE") != nullptr) {  // ranks on two "nodes": no node-wide agreement
+    const Placement pl = placement();
+    if (!pl.one_node && !pl.even) {  // no shared memory, nothing to agree on
       expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
              n + " may differ across nodes");
     } else {
@@ -287,7 +316,12 @@ int main(int argc, char** argv) {
       {nullptr, "0-64:ring,64-4K:recursive_doubling,4K-32K:rabenseifner,32K-inf:ring"},
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
-  for (const Mode& m : modes) {
+  std::vector<Mode> run(std::begin(modes), std::end(modes));
+  if (placement().even) {
+    run.push_back({"hierarchical", nullptr});
+    run.push_back({nullptr, "0-64:recursive_doubling,64-4K:hierarchical,4K-32K:rabenseifner,32K-inf:hierarchical"});
+  }
+  for (const Mode& m : run) {
     collx_comm_t c = create(MPI_COMM_WORLD, m.algo, m.tune);
     if (c != nullptr) {
       matrix(c, MPI_COMM_WORLD, m.algo ? m.algo : m.tune);

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "algo/algo.h"
+#include "algo/rank_math.h"
+#include "topo/node.h"
 #include "collx/collx.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
@@ -279,12 +281,61 @@ TEST_CASE("rabenseifner: with ranks numbered node by node, the smallest ranges c
   }
 }
 
+TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c bytes each") {
+  // 8 ranks, 2 nodes of 4 (node by node and round-robin). Within a node everything goes
+  // through shared memory: no rank sends a byte to a rank of its own node. Across, with 2
+  // nodes, every point-to-point algorithm sends its whole buffer once: a rank sends its block
+  // (n/4) to the rank of its local rank on the other node, or the whole message at most
+  // 16 KiB (one-shot path). A node sends n in all either way, c times less than each rank
+  // of a flat algorithm sends.
+  for (const std::vector<uint64_t>& nodes :
+       {std::vector<uint64_t>{0, 0, 0, 0, 1, 1, 1, 1}, std::vector<uint64_t>{0, 1, 0, 1, 0, 1, 0, 1}}) {
+    for (size_t count : {size_t{1000}, size_t{40003}}) {
+      const int p = 8;
+      auto fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
+                               [&](int rank, std::vector<Comm*>& comms) {
+        Reducer red;
+        TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
+        std::vector<int32_t> v(count), exp(count);
+        fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
+        fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
+        const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
+        TCHECK(st.ok());
+        TCHECK(v == exp);
+      }, true, nodes);
+      const InprocFabric& f = *fabrics[0];
+      INFO("count " << count << ", round-robin " << (nodes[1] == 1));
+      for (int r = 0; r < p; ++r) {
+        const NodeLayout l = node_layout(nodes, r);
+        const int partner = l.across[static_cast<size_t>(1 - l.node_index)];
+        const size_t whole = count * 4, mine = block(count, 4, l.local_rank).len * 4;
+        for (int d = 0; d < p; ++d) {
+          CHECK(f.bytes_sent(r, d) == (d != partner ? 0 : whole <= (16 << 10) ? whole : mine));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("results are reproducible from run to run") {
   // Values that make float sums order-dependent: the same algorithm and rank count must still
-  // give the same bits every time, on every rank.
-  const int p = 5;
-  const size_t count = 3001;
-  for (const char* algo : kAlgos) {
+  // give the same bits every time, on every rank. Hierarchical on 3 nodes of 2, round-robin,
+  // with a count on its one-shot path and one on its reduce-scatter path: every group across
+  // nodes must reduce the nodes' sums in the same order.
+  struct Case {
+    const char* algo;
+    size_t count;
+    std::vector<uint64_t> nodes;
+  };
+  std::vector<Case> cases;
+  for (const char* algo : kAlgos) cases.push_back({algo, 3001, std::vector<uint64_t>(5)});
+  for (size_t count : {size_t{3001}, size_t{30001}}) {
+    cases.push_back({"hierarchical", count, {0, 1, 2, 0, 1, 2}});
+  }
+  for (const Case& c : cases) {
+    const char* algo = c.algo;
+    const size_t count = c.count;
+    const int p = static_cast<int>(c.nodes.size());
     std::vector<std::vector<float>> runs;
     std::mutex mu;
     for (int run = 0; run < 3; ++run) {
@@ -297,9 +348,9 @@ TEST_CASE("results are reproducible from run to run") {
         TCHECK(st.ok());
         std::lock_guard<std::mutex> g(mu);
         runs.push_back(v);
-      });
+      }, true, c.nodes);
     }
-    INFO(algo);
+    INFO(algo << ", count " << count);
     for (const auto& r : runs) TCHECK(std::memcmp(r.data(), runs[0].data(), count * 4) == 0);
   }
 }

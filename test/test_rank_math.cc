@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "algo/rank_math.h"
+#include "topo/node.h"
 
 using namespace collx;
 
@@ -141,4 +142,39 @@ TEST_CASE("ring: what r sends in a step is what r+1 receives; r ends owning bloc
       }
     }
   }
+}
+
+TEST_CASE("node_layout: local ranks, groups across nodes, uneven nodes") {
+  // Round-robin over nodes numbered 7 and 3: node 7 holds ranks 0, 2, 4 and is node 0.
+  const std::vector<uint64_t> rr = {7, 3, 7, 3, 7, 3};
+  const NodeLayout a = node_layout(rr, 3);
+  CHECK(a.nodes == 2);
+  CHECK(a.per_node == 3);
+  CHECK(a.node_index == 1);
+  CHECK(a.local_rank == 1);
+  CHECK(a.local == std::vector<int>{1, 3, 5});
+  CHECK(a.across == std::vector<int>{2, 3});
+  // Every rank is in exactly one group, at its node's number, and the groups of one local
+  // rank agree on their members.
+  for (const std::vector<uint64_t>& nodes :
+       {rr, std::vector<uint64_t>{1, 1, 2, 2, 3, 3}, std::vector<uint64_t>{4, 5, 6, 6, 5, 4}}) {
+    const int p = static_cast<int>(nodes.size());
+    for (int r = 0; r < p; ++r) {
+      const NodeLayout l = node_layout(nodes, r);
+      REQUIRE(l.per_node > 0);
+      CHECK(l.local[static_cast<size_t>(l.local_rank)] == r);
+      CHECK(l.across[static_cast<size_t>(l.node_index)] == r);
+      for (int q : l.across) CHECK(node_layout(nodes, q).across == l.across);
+      for (int q : l.local) CHECK(node_layout(nodes, q).local == l.local);
+    }
+  }
+  const NodeLayout uneven = node_layout({1, 1, 2}, 2);
+  CHECK(uneven.nodes == 2);
+  CHECK(uneven.per_node == 0);
+  CHECK(uneven.across.empty());
+  CHECK(uneven.local == std::vector<int>{2});
+  const NodeLayout one = node_layout({9, 9, 9}, 1);
+  CHECK(one.nodes == 1);
+  CHECK(one.per_node == 3);
+  CHECK(one.across == std::vector<int>{1});
 }

@@ -31,7 +31,8 @@ inline std::mutex& catch_mutex() {
 // one node share a segment) and the shm_* algorithms; with `share_memory` false, none (as
 // ranks on different nodes). With `nodes` (rank r on node nodes[r]), the ranks pretend to
 // live on those nodes: each node's ranks share memory of their own (if share_memory).
-inline void run_ranks(int p, const std::vector<Config>& configs,
+// Returns the in-process fabrics (one per config), which count the bytes ranks sent.
+inline std::vector<std::unique_ptr<InprocFabric>> run_ranks(int p, const std::vector<Config>& configs,
                       const std::function<void(int, std::vector<Comm*>&)>& fn,
                       bool share_memory = true, const std::vector<uint64_t>& nodes = {}) {
   const std::vector<uint64_t> node_of = nodes.empty() ? std::vector<uint64_t>(p) : nodes;
@@ -74,6 +75,7 @@ inline void run_ranks(int p, const std::vector<Config>& configs,
     });
   }
   for (auto& t : threads) t.join();
+  return fabrics;
 }
 
 inline Config config_for(const char* algo, size_t segment = 64 << 10) {
