@@ -78,7 +78,7 @@ void usage(const char* prog) {
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
-               "         shm_cma\n"
+               "         shm_cma | hierarchical\n"
                "         (default: the selection table)\n"
                "  --compare-pmpi: also time PMPI_Allreduce (PMPI_Iallreduce + PMPI_Wait with\n"
                "         --nonblocking: the MPI library itself, never intercepted); run under\n"

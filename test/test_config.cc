@@ -136,7 +136,8 @@ TEST_CASE("tune strings: bad ones are errors naming the bad token") {
 
 TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   for (int p : {1, 2, 3, 4, 9, 1000})
-  for (Locality where : {Locality{true, true}, Locality{true, false}, Locality{}}) {
+  for (Locality where : {Locality{true, true}, Locality{true, false}, Locality{},
+                         Locality{false, false, true}}) {
     const Selection s = default_selection(p, where);
     REQUIRE_FALSE(s.ranges.empty());
     CHECK(s.ranges.front().lo == 0);
@@ -192,4 +193,24 @@ TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
     REQUIRE(make_selection(c, p, Locality{true, false}, &s).ok());
     for (const SelectRange& r : s.ranges) CHECK(r.algo != Algo::kShmCma);
   }
+  // Ranks spread evenly over nodes: hierarchical at every size by default; forced anywhere
+  // else, an error (one node, or nodes without the same number of ranks).
+  const Locality spread{false, false, true};
+  REQUIRE(make_selection(c, 6, spread, &s).ok());
+  CHECK(s.pick(8) == Algo::kHierarchical);
+  CHECK(s.pick(1 << 30) == Algo::kHierarchical);
+  c.tune = "0-4K:recursive_doubling,4K-inf:hierarchical";
+  REQUIRE(make_selection(c, 6, spread, &s).ok());
+  CHECK(s.pick(8) == Algo::kRecursiveDoubling);
+  CHECK(s.pick(4 << 10) == Algo::kHierarchical);
+  for (Locality where : {Locality{true, true}, Locality{}}) {
+    const Status not_spread = make_selection(c, 6, where, &s);
+    CHECK(not_spread.code() == COLLX_ERR_CONFIG);
+    CHECK(not_spread.message().find("hierarchical needs the ranks on several nodes") !=
+          std::string::npos);
+  }
+  c.tune = "";
+  c.algo = "hierarchical";
+  CHECK(make_selection(c, 6, spread, &s).ok());
+  CHECK(make_selection(c, 6, Locality{}, &s).code() == COLLX_ERR_CONFIG);
 }

@@ -20,8 +20,9 @@ const ConfigRow kRows[] = {
      "sooner, as COLLX_ERR_PEER_FAILED."},
     {"COLLX_ALLREDUCE_ALGO", "name", "auto",
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
-     "ring, shm_one_shot, shm_two_shot, shm_cma (the shm_* ones need all ranks on one node; "
-     "shm_cma also needs them to be allowed to read each other's memory)."},
+     "ring, shm_one_shot, shm_two_shot, shm_cma, hierarchical (the shm_* ones need all ranks "
+     "on one node, shm_cma also that they may read each other's memory; hierarchical needs "
+     "them on several nodes, the same number, at least 2, on each)."},
     {"COLLX_TUNE", "ranges", "",
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
