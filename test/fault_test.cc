@@ -115,6 +115,9 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   const int srank = rank < sc.victim ? rank : rank - 1;
   Group sgroup{&sh->survivors, srank, sc.ranks - 1};
   collx_comm_t scomm = nullptr;
+  // Hierarchical needs the same number of ranks on each node, which the survivors lack: they
+  // use the defaults (this process's environment only).
+  if (sc.algo == "hierarchical") unsetenv("COLLX_ALLREDUCE_ALGO");
   if (!victim) {
     collx_comm_params_t sp{srank, sc.ranks - 1, board_allgather, &sgroup};
     if (collx_comm_create(&sp, &scomm) != COLLX_SUCCESS) fail("create survivors");
@@ -319,6 +322,10 @@ int main(int argc, char** argv) {
     matrix.push_back({"ring", SIGKILL, true, 4, 1, true});
     matrix.push_back({"rabenseifner", SIGKILL, false, 3, 2, true});
     matrix.push_back({"recursive_doubling", SIGSTOP, false, 3, 1, true});
+    // Two pretend nodes of two: hierarchical's survivors wait in their node's segment or for
+    // the rank of their local rank on the other node.
+    matrix.push_back({"hierarchical", SIGKILL, true, 4, 1, true});
+    matrix.push_back({"hierarchical", SIGSTOP, false, 4, 2, true});
     // Completed by collx_test loops: within a node the survivors' tests learn from the
     // segment's words, across nodes from announcements, that the victim never started.
     matrix.push_back({"shm_one_shot", SIGKILL, false, 3, 1, false, true});
