@@ -109,15 +109,39 @@ Status one_shot_inline(const AllreduceArgs& a) {
 }
 
 // The reduce-scatter and allgather move, per epoch, the next piece of every rank's block at
-// once (so every rank reduces in every epoch): rank q's piece at q * piece elements into a
-// slot or the result area. A piece is whole cache lines where the chunk allows it.
-Status piece_elems(const AllreduceArgs& a, size_t* out) {
-  const size_t share = a.shm->chunk() / static_cast<size_t>(a.shm->size());
-  *out = (share >= 64 ? share & ~size_t{63} : share) / a.red.elem_size;
-  if (*out > 0) return Status();
-  return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %d ranks on a node",
-               a.shm->chunk(), a.shm->size());
-}
+// once (so every rank reduces in every epoch): rank q's piece at q * piece elements of a slot
+// or the result area. A piece is whole cache lines where the chunk allows it.
+class Pieces {
+ public:
+  explicit Pieces(const AllreduceArgs& a) : a_(a), p_(static_cast<size_t>(a.shm->size())) {}
+
+  // Runs step(e, k) for each epoch e: the pieces at offset k of every block.
+  template <typename Step>
+  Status for_each(Step step) {
+    const size_t share = a_.shm->chunk() / p_;
+    piece_ = (share >= 64 ? share & ~size_t{63} : share) / a_.red.elem_size;
+    if (piece_ == 0) {
+      return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %zu ranks on a node",
+                   a_.shm->chunk(), p_);
+    }
+    for (size_t k = 0; k < block(a_.count, p_, 0).len; k += piece_) {  // block 0: the longest
+      COLLX_TRY(step(a_.shm->next_epoch(), k));
+    }
+    return Status();
+  }
+  // Rank q's piece at offset k: its elements in the message (len 0: its block is shorter).
+  Range of(size_t q, size_t k) const {
+    const Range b = block(a_.count, p_, q);
+    return k < b.len ? Range{b.begin + k, std::min(piece_, b.len - k)} : Range{};
+  }
+  // Where rank q's piece lies in a slot or the result area.
+  size_t at(size_t q) const { return q * piece_ * a_.red.elem_size; }
+
+ private:
+  const AllreduceArgs& a_;
+  size_t p_;
+  size_t piece_ = 0;
+};
 
 }  // namespace
 
@@ -125,59 +149,55 @@ Status shm_reduce_scatter(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  size_t piece = 0;
-  COLLX_TRY(piece_elems(a, &piece));
-  const Range mine = block(a.count, p, r);
-  for (size_t k = 0; k < block(a.count, p, 0).len; k += piece) {  // block 0 is the longest
-    const uint64_t e = ch.next_epoch();
+  Pieces pieces(a);
+  return pieces.for_each([&](uint64_t e, size_t k) {
     for (size_t q = 0; q < p; ++q) {
-      const Range b = block(a.count, p, q);
-      if (q == r || k >= b.len) continue;
+      const Range theirs = pieces.of(q, k);
       // Streamed, as the two-shot's default: the owner reads it from another core.
-      copy_streaming(ch.slot(e, ch.rank()) + q * piece * elem, a.send + (b.begin + k) * elem,
-                     std::min(piece, b.len - k) * elem);
+      if (q != r && theirs.len > 0) {
+        copy_streaming(ch.slot(e, ch.rank()) + pieces.at(q), a.send + theirs.begin * elem,
+                       theirs.len * elem);
+      }
     }
     shm_publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
-    if (k >= mine.len) continue;
-    const size_t n = std::min(piece, mine.len - k), at = (mine.begin + k) * elem;
+    const Range mine = pieces.of(r, k);
+    if (mine.len == 0) return Status();
     // In place, the output is this rank's input, which the first reduction (of ranks 0 and
     // 1) would overwrite before it is read when r > 1: then through scratch.
-    uint8_t* out = a.recv + at;
+    uint8_t* out = a.recv + mine.begin * elem;
     uint8_t* into = out;
-    if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(n * elem, &into));
+    if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(mine.len * elem, &into));
     auto input = [&](int q) {
-      return static_cast<size_t>(q) == r ? a.send + at : ch.slot(e, q) + r * piece * elem;
+      return static_cast<size_t>(q) == r ? a.send + mine.begin * elem
+                                         : ch.slot(e, q) + pieces.at(r);
     };
-    reduce_in_rank_order(a, into, input, n);
-    if (into != out) copy_cached(out, into, n * elem);
-  }
-  return Status();
+    reduce_in_rank_order(a, into, input, mine.len);
+    if (into != out) copy_cached(out, into, mine.len * elem);
+    return Status();
+  });
 }
 
 Status shm_allgather(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  size_t piece = 0;
-  COLLX_TRY(piece_elems(a, &piece));
-  const Range mine = block(a.count, p, r);
-  for (size_t k = 0; k < block(a.count, p, 0).len; k += piece) {
-    const uint64_t e = ch.next_epoch();
-    if (k < mine.len) {
-      copy_streaming(ch.result(e) + r * piece * elem, a.recv + (mine.begin + k) * elem,
-                     std::min(piece, mine.len - k) * elem);
+  Pieces pieces(a);
+  return pieces.for_each([&](uint64_t e, size_t k) {
+    const Range mine = pieces.of(r, k);
+    if (mine.len > 0) {
+      copy_streaming(ch.result(e) + pieces.at(r), a.recv + mine.begin * elem, mine.len * elem);
     }
     shm_publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its block in"));
     for (size_t q = 0; q < p; ++q) {
-      const Range b = block(a.count, p, q);
-      if (q == r || k >= b.len) continue;
-      copy_cached(a.recv + (b.begin + k) * elem, ch.result(e) + q * piece * elem,
-                  std::min(piece, b.len - k) * elem);
+      const Range theirs = pieces.of(q, k);
+      if (q != r && theirs.len > 0) {
+        copy_cached(a.recv + theirs.begin * elem, ch.result(e) + pieces.at(q), theirs.len * elem);
+      }
     }
-  }
-  return Status();
+    return Status();
+  });
 }
 
 Status allreduce_shm_one_shot(const AllreduceArgs& a) {
