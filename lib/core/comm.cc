@@ -141,6 +141,7 @@ Comm::~Comm() {
   }
   ops_->work.notify_all();
   if (worker_.joinable()) worker_.join();
+  across_.reset();  // a view of transport_
   transport_.reset();
   if (context_ != nullptr) {
     context_->ids.release(comm_id_, id_owner_);

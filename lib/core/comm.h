@@ -205,11 +205,11 @@ class Comm {
   Status execute_profiled(const AllreduceOp& op);
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
-  // Attaches the node's shared memory (`name`; `created`: rank 0's creation status) and
-  // agrees that all ranks did; without it, falls back to the point-to-point table. `pids`:
-  // the ranks' processes, where they can reach each other's memory (else empty).
-  // With ranks on several nodes, `name` is this rank's node's segment and `layout` says
-  // which ranks share it.
+  // Attaches the node's shared memory (`name`; `created`: the creation status of the node's
+  // lowest rank, which made it) and agrees that all ranks did; without it, falls back to the
+  // point-to-point table. `pids`: the ranks' processes, where they can reach each other's
+  // memory (else empty). `layout`: which ranks share the node (all, or those of this rank's
+  // node where the ranks sit on several).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids,
                    const NodeLayout& layout);
   // The hierarchical allreduce's node channel and group over `shared` (this node's memory).

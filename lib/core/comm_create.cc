@@ -201,7 +201,8 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   Status attached = created;
   if (rank() != layout.local[0]) {
     ShmSegment* seg = nullptr;
-    attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank 0 could not create the segment")
+    attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank %d could not create the segment",
+                                    layout.local[0])
                             : ShmSegment::attach(name, bytes, &seg);
     segment_.reset(seg);
   }
