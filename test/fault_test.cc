@@ -115,9 +115,6 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   const int srank = rank < sc.victim ? rank : rank - 1;
   Group sgroup{&sh->survivors, srank, sc.ranks - 1};
   collx_comm_t scomm = nullptr;
-  // Hierarchical needs the same number of ranks on each node, which the survivors lack: they
-  // use the defaults (this process's environment only).
-  if (sc.algo == "hierarchical") unsetenv("COLLX_ALLREDUCE_ALGO");
   if (!victim) {
     collx_comm_params_t sp{srank, sc.ranks - 1, board_allgather, &sgroup};
     if (collx_comm_create(&sp, &scomm) != COLLX_SUCCESS) fail("create survivors");

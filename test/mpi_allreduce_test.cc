@@ -51,11 +51,11 @@ bool same_everywhere(uint64_t h, MPI_Comm comm) {
 }
 
 // Where the ranks sit, from COLLX_NODE (unset: the real node): all on one node, or on
-// several with the same number (at least 2) on each, where communicators of MPI_COMM_WORLD
-// run hierarchical and their settings must agree on every rank.
+// several with at least 2 on one, where communicators of MPI_COMM_WORLD run hierarchical and
+// their settings must agree on every rank.
 struct Placement {
   bool one_node = true;
-  bool even = false;
+  bool hierarchical = false;
 };
 
 Placement placement() {
@@ -71,9 +71,8 @@ Placement placement() {
   for (int i = 0; i < p; ++i) ++ranks[std::string(&all[static_cast<size_t>(i) * kLen])];
   Placement pl;
   pl.one_node = ranks.size() == 1;
-  pl.even = !pl.one_node;
-  for (const auto& node : ranks) pl.even = pl.even && node.second == ranks.begin()->second;
-  pl.even = pl.even && ranks.begin()->second >= 2;
+  for (const auto& node : ranks) pl.hierarchical = pl.hierarchical || node.second >= 2;
+  pl.hierarchical = pl.hierarchical && !pl.one_node;
   return pl;
 }
 
@@ -284,7 +283,7 @@ void bad_config() {
       differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
     }
     const Placement pl = placement();
-    if (!pl.one_node && !pl.even) {  // no shared memory, nothing to agree on
+    if (!pl.one_node && !pl.hierarchical) {  // no shared memory, nothing to agree on
       expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
              n + " may differ across nodes");
     } else {
@@ -317,7 +316,7 @@ int main(int argc, char** argv) {
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
   std::vector<Mode> run(std::begin(modes), std::end(modes));
-  if (placement().even) {
+  if (placement().hierarchical) {
     run.push_back({"hierarchical", nullptr});
     run.push_back({nullptr, "0-64:recursive_doubling,64-4K:hierarchical,4K-32K:rabenseifner,32K-inf:hierarchical"});
   }

@@ -128,13 +128,15 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 }
 
 // Ranks on several pretended nodes, each node's ranks sharing memory of their own: node by
-// node and round-robin, odd numbers of nodes and of ranks per node. 20000 and 70000 elements
+// node and round-robin, odd numbers of nodes and of ranks per node, nodes with different
+// numbers of ranks (one alone on its node). 20000 and 70000 elements
 // take the reduce-scatter path (the node's ranks would send more than 16 KiB whole) through
 // 4 KiB chunks, in many epochs; up to 1000 the one-shot path (1000 of 8 bytes on 3 ranks per
 // node: the reduce-scatter path).
 TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-place matrix") {
   const std::vector<std::vector<uint64_t>> layouts = {
-      {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9}};
+      {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9},
+      {0, 0, 1},    {1, 0, 1, 0, 1}, {0, 1, 1, 2, 2, 2}};
   for (const std::vector<uint64_t>& nodes : layouts) {
     const int p = static_cast<int>(nodes.size());
     std::string name;

@@ -193,8 +193,8 @@ TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
     REQUIRE(make_selection(c, p, Locality{true, false}, &s).ok());
     for (const SelectRange& r : s.ranges) CHECK(r.algo != Algo::kShmCma);
   }
-  // Ranks spread evenly over nodes: hierarchical at every size by default; forced anywhere
-  // else, an error (one node, or nodes without the same number of ranks).
+  // Ranks on several nodes, two on one of them: hierarchical at every size by default; forced
+  // anywhere else, an error (one node, or one rank on each).
   const Locality spread{false, false, true};
   REQUIRE(make_selection(c, 6, spread, &s).ok());
   CHECK(s.pick(8) == Algo::kHierarchical);
@@ -206,7 +206,7 @@ TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   for (Locality where : {Locality{true, true}, Locality{}}) {
     const Status not_spread = make_selection(c, 6, where, &s);
     CHECK(not_spread.code() == COLLX_ERR_CONFIG);
-    CHECK(not_spread.message().find("hierarchical needs the ranks on several nodes") !=
+    CHECK(not_spread.message().find("hierarchical needs the ranks on several nodes, at least 2") !=
           std::string::npos);
   }
   c.tune = "";

@@ -149,32 +149,43 @@ TEST_CASE("node_layout: local ranks, groups across nodes, uneven nodes") {
   const std::vector<uint64_t> rr = {7, 3, 7, 3, 7, 3};
   const NodeLayout a = node_layout(rr, 3);
   CHECK(a.nodes == 2);
-  CHECK(a.per_node == 3);
+  CHECK(a.fewest == 3);
+  CHECK(a.most == 3);
   CHECK(a.node_index == 1);
   CHECK(a.local_rank == 1);
   CHECK(a.local == std::vector<int>{1, 3, 5});
   CHECK(a.across == std::vector<int>{2, 3});
-  // Every rank is in exactly one group, at its node's number, and the groups of one local
-  // rank agree on their members.
+  // Every rank is in its node's list at its local rank; a rank of a local rank below `fewest`
+  // is in exactly one group, at its node's number, and the members of a group agree on it;
+  // the others are in none.
   for (const std::vector<uint64_t>& nodes :
-       {rr, std::vector<uint64_t>{1, 1, 2, 2, 3, 3}, std::vector<uint64_t>{4, 5, 6, 6, 5, 4}}) {
+       {rr, std::vector<uint64_t>{1, 1, 2, 2, 3, 3}, std::vector<uint64_t>{4, 5, 6, 6, 5, 4},
+        std::vector<uint64_t>{1, 2, 2, 1, 2}, std::vector<uint64_t>{9, 8, 8, 7, 7, 7}}) {
     const int p = static_cast<int>(nodes.size());
+    int grouped = 0;
     for (int r = 0; r < p; ++r) {
       const NodeLayout l = node_layout(nodes, r);
-      REQUIRE(l.per_node > 0);
       CHECK(l.local[static_cast<size_t>(l.local_rank)] == r);
+      for (int q : l.local) CHECK(node_layout(nodes, q).local == l.local);
+      CHECK(l.across.empty() == (l.local_rank >= l.fewest));
+      if (l.across.empty()) continue;
+      ++grouped;
+      CHECK(static_cast<int>(l.across.size()) == l.nodes);
       CHECK(l.across[static_cast<size_t>(l.node_index)] == r);
       for (int q : l.across) CHECK(node_layout(nodes, q).across == l.across);
-      for (int q : l.local) CHECK(node_layout(nodes, q).local == l.local);
     }
+    const NodeLayout any = node_layout(nodes, 0);
+    CHECK(grouped == any.nodes * any.fewest);
   }
-  const NodeLayout uneven = node_layout({1, 1, 2}, 2);
+  const NodeLayout uneven = node_layout({1, 1, 2}, 1);
   CHECK(uneven.nodes == 2);
-  CHECK(uneven.per_node == 0);
-  CHECK(uneven.across.empty());
-  CHECK(uneven.local == std::vector<int>{2});
+  CHECK(uneven.fewest == 1);
+  CHECK(uneven.most == 2);
+  CHECK(uneven.local_rank == 1);
+  CHECK(uneven.across.empty());  // node 2 has no local rank 1
+  CHECK(node_layout({1, 1, 2}, 2).across == std::vector<int>{0, 2});
   const NodeLayout one = node_layout({9, 9, 9}, 1);
   CHECK(one.nodes == 1);
-  CHECK(one.per_node == 3);
+  CHECK(one.fewest == 3);
   CHECK(one.across == std::vector<int>{1});
 }

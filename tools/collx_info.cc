@@ -115,10 +115,10 @@ int main(int argc, char** argv) {
     collx::Locality where;
     const char* label;
   } places[] = {{{true, true, false}, "all on one node"},
-                {{false, false, false}, "across nodes"},
+                {{false, false, false}, "across nodes, one rank on each"},
                 {{false, false, true},
-                 "across nodes, the same number (at least 2) on each; hierarchical's step "
-                 "between nodes takes the across-nodes defaults for the number of nodes"}};
+                 "across nodes, at least 2 ranks on one; hierarchical's step between nodes "
+                 "takes the across-nodes defaults for the number of nodes"}};
   if (!st.ok()) {
     std::printf("configuration: error: %s\n", st.message().c_str());
     return 1;

@@ -53,8 +53,14 @@ class Scratch {
 // memory of this rank's node (its ranks numbered by local rank), the ranks with this rank's
 // local rank, one per node, and the table that picks their algorithm by size.
 struct Hierarchy {
-  ShmChannel* node = nullptr;
-  Transport* across = nullptr;  // a GroupTransport: nodes in the same order in every group
+  ShmChannel* node = nullptr;   // null: this rank is alone on its node
+  int local_rank = 0;
+  // Every node has at least `owners` ranks; its local ranks below that own a block (of
+  // `owners`) and allreduce it across nodes; the others only contribute and receive.
+  int owners = 0;
+  bool even = false;            // every node has `owners` ranks
+  Transport* across = nullptr;  // local_rank < owners: a GroupTransport, nodes in the same
+                                // order in every group
   const Selection* table = nullptr;
 };
 
@@ -80,11 +86,11 @@ Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer
 Status allreduce_hierarchical(const AllreduceArgs& a);  // needs a.hier
 
 // The steps of the hierarchical allreduce within a node, through a.shm (whose ranks are the
-// node's): after shm_reduce_scatter, rank r of the channel holds block(count, p, r) of the
-// reduction of every rank's input (in rank order) in that block of recv; shm_allgather copies
-// every rank's block of recv into every other's.
-Status shm_reduce_scatter(const AllreduceArgs& a);
-Status shm_allgather(const AllreduceArgs& a);
+// node's): after shm_reduce_scatter, rank r < owners of the channel holds
+// block(count, owners, r) of the reduction of every rank's input (in rank order) in that block
+// of recv; shm_allgather copies those blocks of recv into every other rank's.
+Status shm_reduce_scatter(const AllreduceArgs& a, int owners);
+Status shm_allgather(const AllreduceArgs& a, int owners);
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 

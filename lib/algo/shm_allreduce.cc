@@ -108,30 +108,31 @@ Status one_shot_inline(const AllreduceArgs& a) {
   return Status();
 }
 
-// The reduce-scatter and allgather move, per epoch, the next piece of every rank's block at
-// once (so every rank reduces in every epoch): rank q's piece at q * piece elements of a slot
-// or the result area. A piece is whole cache lines where the chunk allows it.
+// The reduce-scatter and allgather move, per epoch, the next piece of every owner's block at
+// once (so every owner reduces in every epoch): owner q's piece at q * piece elements of a
+// slot or the result area. A piece is whole cache lines where the chunk allows it.
 class Pieces {
  public:
-  explicit Pieces(const AllreduceArgs& a) : a_(a), p_(static_cast<size_t>(a.shm->size())) {}
+  Pieces(const AllreduceArgs& a, int owners) : a_(a), owners_(static_cast<size_t>(owners)) {}
 
   // Runs step(e, k) for each epoch e: the pieces at offset k of every block.
   template <typename Step>
   Status for_each(Step step) {
-    const size_t share = a_.shm->chunk() / p_;
+    const size_t share = a_.shm->chunk() / owners_;
     piece_ = (share >= 64 ? share & ~size_t{63} : share) / a_.red.elem_size;
     if (piece_ == 0) {
       return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %zu ranks on a node",
-                   a_.shm->chunk(), p_);
+                   a_.shm->chunk(), owners_);
     }
-    for (size_t k = 0; k < block(a_.count, p_, 0).len; k += piece_) {  // block 0: the longest
+    for (size_t k = 0; k < block(a_.count, owners_, 0).len; k += piece_) {  // 0: the longest
       COLLX_TRY(step(a_.shm->next_epoch(), k));
     }
     return Status();
   }
-  // Rank q's piece at offset k: its elements in the message (len 0: its block is shorter).
+  // Rank q's piece at offset k: its elements in the message (len 0: its block is shorter, or
+  // it owns none).
   Range of(size_t q, size_t k) const {
-    const Range b = block(a_.count, p_, q);
+    const Range b = q < owners_ ? block(a_.count, owners_, q) : Range{};
     return k < b.len ? Range{b.begin + k, std::min(piece_, b.len - k)} : Range{};
   }
   // Where rank q's piece lies in a slot or the result area.
@@ -139,17 +140,17 @@ class Pieces {
 
  private:
   const AllreduceArgs& a_;
-  size_t p_;
+  size_t owners_;
   size_t piece_ = 0;
 };
 
 }  // namespace
 
-Status shm_reduce_scatter(const AllreduceArgs& a) {
+Status shm_reduce_scatter(const AllreduceArgs& a, int owners) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  Pieces pieces(a);
+  Pieces pieces(a, owners);
   return pieces.for_each([&](uint64_t e, size_t k) {
     for (size_t q = 0; q < p; ++q) {
       const Range theirs = pieces.of(q, k);
@@ -178,11 +179,11 @@ Status shm_reduce_scatter(const AllreduceArgs& a) {
   });
 }
 
-Status shm_allgather(const AllreduceArgs& a) {
+Status shm_allgather(const AllreduceArgs& a, int owners) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
   const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  Pieces pieces(a);
+  Pieces pieces(a, owners);
   return pieces.for_each([&](uint64_t e, size_t k) {
     const Range mine = pieces.of(r, k);
     if (mine.len > 0) {

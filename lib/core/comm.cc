@@ -189,7 +189,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send,       recv,     op.count,
                            scratch_,    config_.ring_segment, shm_.get(), &stores_,
-                           node_shm_ ? &hier_ : nullptr};
+                           hier_.owners > 0 ? &hier_ : nullptr};
   Status st = transport_->end_op(run_allreduce(ran_, args));
   if (!st.ok()) {
     fail(st);

@@ -270,8 +270,8 @@ class Comm {
   } flags_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators: this node's shared memory
   std::unique_ptr<ShmChannel> shm_;      // every rank on one node: their shared memory
-  // Ranks on several nodes, the same number (at least 2) on each: the shared memory of this
-  // rank's node, the ranks with its local rank and their table (Algo::kHierarchical).
+  // Ranks on several nodes, at least 2 on one: the shared memory of this rank's node (if it
+  // has more), the ranks with its local rank and their table (Algo::kHierarchical).
   std::unique_ptr<ShmChannel> node_shm_;
   std::unique_ptr<Transport> across_;
   Selection across_table_;

@@ -41,7 +41,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   const NodeLayout layout = node_layout(
       node_of != nullptr ? *node_of : std::vector<uint64_t>(transport->size()), transport->rank());
   const bool one_node = layout.nodes == 1 && shared != nullptr;
-  const bool hierarchical = layout.nodes > 1 && layout.per_node >= 2 && shared != nullptr;
+  const bool hierarchical = layout.nodes > 1 && layout.most >= 2 && shared != nullptr;
   Selection sel;
   COLLX_TRY(make_selection(config, transport->size(), Locality{one_node, one_node, hierarchical},
                            &sel));
@@ -106,11 +106,11 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
       }
       layout = node_layout(node_of, p.rank);
       one_node = layout.nodes == 1;
-      hierarchical = layout.nodes > 1 && layout.per_node >= 2;
-      // On each node its lowest rank creates the node's shared-memory segment; its name goes
-      // in round 2.
+      hierarchical = layout.nodes > 1 && layout.most >= 2;
+      // On each node of several ranks its lowest rank creates the node's shared-memory
+      // segment; its name goes in round 2.
       use_shm = (one_node && p.size > 1) || hierarchical;
-      if (use_shm && layout.local[0] == p.rank) {
+      if (use_shm && layout.local[0] == p.rank && layout.local.size() > 1) {
         ShmSegment* seg = nullptr;
         shm_status = ShmSegment::create(
             ShmChannel::bytes_for(static_cast<int>(layout.local.size()), config.shm_chunk,
@@ -197,7 +197,8 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
                        const NodeLayout& layout) {
   const size_t bytes = ShmChannel::bytes_for(static_cast<int>(layout.local.size()),
                                              config_.shm_chunk, config_.shm_areas);
-  // The node's lowest rank made the segment (or failed to); the others attach.
+  // The node's lowest rank made the segment (or failed to); the others attach. A rank alone
+  // on its node has none.
   Status attached = created;
   if (rank() != layout.local[0]) {
     ShmSegment* seg = nullptr;
@@ -240,7 +241,7 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   }
   const int64_t ok = v[0];
   if (ok == 1 && layout.nodes > 1) {
-    set_nodes(layout, segment_->base());
+    set_nodes(layout, segment_ ? segment_->base() : nullptr);
     return Status();
   }
   if (ok == 1) {
@@ -263,12 +264,18 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
 }
 
 void Comm::set_nodes(const NodeLayout& layout, void* shared) {
-  node_shm_ = std::make_unique<ShmChannel>(shared, layout.local_rank, layout.per_node,
-                                           config_.shm_chunk, config_.shm_areas,
-                                           std::vector<int64_t>{}, layout.local);
-  across_ = std::make_unique<GroupTransport>(*transport_, layout.across, layout.node_index);
+  if (layout.local.size() > 1) {
+    node_shm_ = std::make_unique<ShmChannel>(shared, layout.local_rank,
+                                             static_cast<int>(layout.local.size()),
+                                             config_.shm_chunk, config_.shm_areas,
+                                             std::vector<int64_t>{}, layout.local);
+  }
+  if (!layout.across.empty()) {
+    across_ = std::make_unique<GroupTransport>(*transport_, layout.across, layout.node_index);
+  }
   across_table_ = default_selection(layout.nodes, Locality{});
-  hier_ = Hierarchy{node_shm_.get(), across_.get(), &across_table_};
+  hier_ = Hierarchy{node_shm_.get(), layout.local_rank,   layout.fewest,
+                    layout.fewest == layout.most, across_.get(), &across_table_};
 }
 
 }  // namespace collx

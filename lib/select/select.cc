@@ -114,7 +114,7 @@ Selection default_selection(int comm_size, Locality where) {
   // segment are streamed to memory (no cross-core cache probes), beat every point-to-point
   // algorithm and shm_cma at every size up to 16M.
   Selection sel;
-  // Across nodes with several ranks on each: shared memory within the nodes, the network
+  // Across nodes with several ranks on one: shared memory within the nodes, the network
   // only between them, at every size (hierarchical.cc; its step between nodes picks its
   // point-to-point algorithm from this table's defaults for the number of nodes). Chosen by
   // the algorithms' costs: one machine cannot time a network.
@@ -168,8 +168,8 @@ Status make_selection(const Config& config, int comm_size, Locality where, Selec
     }
     if (r.algo == Algo::kHierarchical && !where.hierarchical) {
       return error(COLLX_ERR_CONFIG,
-                   "hierarchical needs the ranks on several nodes, the same number (at least 2) "
-                   "on each, with shared memory on each node (these %d ranks are not)",
+                   "hierarchical needs the ranks on several nodes, at least 2 on one of them, "
+                   "with shared memory within each node (these %d ranks are not)",
                    comm_size);
     }
     if (r.algo == Algo::kShmCma && !where.peer_access) {

@@ -21,7 +21,7 @@ enum class Algo : uint8_t {
   kShmOneShot,  // shared memory: needs every rank of the communicator on one node
   kShmTwoShot,
   kShmCma,  // also needs the ranks to reach each other's memory (cross-memory attach)
-  kHierarchical,  // ranks on several nodes, the same number (at least 2) on each
+  kHierarchical,  // ranks on several nodes, at least 2 on one of them
   // Device buffers (not in the table: chosen by Comm, named in profiles)
   kCudaIpcOneShot,
   kCudaIpcTwoShot,
@@ -32,8 +32,8 @@ enum class Algo : uint8_t {
 inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShmCma; }
 
 // Where a communicator's ranks are: all on one node (shared memory), and if so whether they
-// can read each other's memory with cross-memory attach; or on several nodes with the same
-// number of ranks (at least 2) on each and shared memory within each node (hierarchical).
+// can read each other's memory with cross-memory attach; or on several nodes, at least 2 on
+// one of them, with shared memory within each node (hierarchical).
 struct Locality {
   bool one_node = false;
   bool peer_access = false;
@@ -71,7 +71,7 @@ Selection default_selection(int comm_size, Locality where);
 
 // Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO. A shm_* algorithm for a communicator
 // that spans nodes, shm_cma where ranks cannot reach each other's memory, or hierarchical
-// where the ranks are not spread evenly over several nodes, is COLLX_ERR_CONFIG.
+// where the ranks are not on several nodes with two on one, is COLLX_ERR_CONFIG.
 Status make_selection(const Config& config, int comm_size, Locality where, Selection* out);
 
 }  // namespace collx

@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <unordered_map>
 
@@ -36,11 +37,12 @@ NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank) {
   for (size_t i = 0; i < l.local.size(); ++i) {
     if (l.local[i] == rank) l.local_rank = static_cast<int>(i);
   }
-  l.per_node = static_cast<int>(l.local.size());
+  l.fewest = l.most = static_cast<int>(l.local.size());
   for (const std::vector<int>& m : members) {
-    if (m.size() != l.local.size()) l.per_node = 0;
+    l.fewest = std::min(l.fewest, static_cast<int>(m.size()));
+    l.most = std::max(l.most, static_cast<int>(m.size()));
   }
-  if (l.per_node > 0) {
+  if (l.local_rank < l.fewest) {
     for (const std::vector<int>& m : members) {
       l.across.push_back(m[static_cast<size_t>(l.local_rank)]);
     }

@@ -16,11 +16,13 @@ uint64_t node_id(const std::string& override_name);
 // id). Nodes are numbered by their lowest rank, so every rank numbers them alike.
 struct NodeLayout {
   int nodes = 0;             // distinct nodes
-  int per_node = 0;          // ranks on each node; 0 where the nodes hold different numbers
+  int fewest = 0;            // ranks on the node that has fewest
+  int most = 0;              // and on the one that has most
   int local_rank = 0;        // this rank's index among its node's ranks
   std::vector<int> local;    // the ranks of this rank's node, ascending
-  std::vector<int> across;   // per_node > 0: the rank with this local rank on each node, by
-                             // node number (this rank is across[its node's number])
+  std::vector<int> across;   // local_rank < fewest: the rank with this local rank on each node,
+                             // by node number (this rank is across[its node's number]); else
+                             // empty (no node lacks a rank of a local rank below fewest)
   int node_index = 0;        // this rank's node's number
 };
 NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank);
