@@ -52,6 +52,7 @@ int main() {
       {"2 nodes x 4, round-robin", {0, 1, 0, 1, 0, 1, 0, 1}},
       {"4 nodes x 2, node by node", {0, 0, 1, 1, 2, 2, 3, 3}},
       {"4 nodes x 4, node by node", {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}},
+      {"3 nodes of 4, 4 and 2, node by node", {0, 0, 0, 0, 1, 1, 1, 1, 2, 2}},
   };
   std::printf("| ranks | message | algorithm | node 0 sends across nodes | p2p within nodes, all ranks |\n");
   std::printf("| --- | ---: | --- | ---: | ---: |\n");
