@@ -385,6 +385,35 @@ TEST_CASE("a rank that never arrives gives a timeout naming the peer and step") 
   }
 }
 
+TEST_CASE("hierarchical: a rank that never arrives is named by its node and across nodes") {
+  // Two nodes of two, round-robin: rank 3 shares node 1 with rank 1, and local rank 1 with
+  // rank 1 across. Rank 1 waits for it in the node's segment and names it by its rank in the
+  // communicator, not in the node; ranks 0 and 2 wait across nodes for ranks 1 and 3, within
+  // the call's deadline (the step across nodes has no deadline of its own).
+  for (size_t count : {size_t{100}, size_t{50000}}) {  // whole-message and block paths
+    INFO("count " << count);
+    Config c = config_for("hierarchical");
+    c.timeout_s = 0.3;
+    run_ranks(4, {c}, [&](int rank, std::vector<Comm*>& comms) {
+      if (rank == 3) return;  // never calls
+      std::vector<float> v(count, 1.f);
+      Reducer red;
+      TCHECK(make_reducer(COLLX_FLOAT32, COLLX_SUM, &red).ok());
+      const auto start = std::chrono::steady_clock::now();
+      const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      TCHECK(st.code() == COLLX_ERR_TIMEOUT);
+      TCHECK(waited < 0.3 + 2);  // as loose as the test above
+      TCHECK(st.message().find("rank " + std::to_string(rank) + ":") == 0);
+      if (rank == 1) {
+        INFO(st.message());
+        TCHECK(st.message().find("waiting for rank 3 to copy its input in") != std::string::npos);
+      }
+    }, true, {0, 1, 0, 1});
+  }
+}
+
 TEST_CASE("ranks that disagree on the count get a mismatch error, not corruption") {
   Config c = config_for("recursive_doubling");
   c.timeout_s = 1;
