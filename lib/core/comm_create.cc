@@ -274,8 +274,12 @@ void Comm::set_nodes(const NodeLayout& layout, void* shared) {
     across_ = std::make_unique<GroupTransport>(*transport_, layout.across, layout.node_index);
   }
   across_table_ = default_selection(layout.nodes, Locality{});
-  hier_ = Hierarchy{node_shm_.get(), layout.local_rank,   layout.fewest,
-                    layout.fewest == layout.most, across_.get(), &across_table_};
+  hier_ = Hierarchy{.node = node_shm_.get(),
+                    .local_rank = layout.local_rank,
+                    .owners = layout.fewest,
+                    .even = layout.fewest == layout.most,
+                    .across = across_.get(),
+                    .table = &across_table_};
 }
 
 }  // namespace collx
