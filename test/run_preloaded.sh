@@ -12,12 +12,14 @@
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
 # If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations ("some": at
 # least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
-# not polling).
+# not polling). If EXPECT_ALGO is set, the run profiles (COLLX_PROFILE=1) and some
+# communicator's profile must name that algorithm.
 set -uo pipefail
 lib=$1 n=$2
 shift 2
 log=$(mktemp)
-mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 "$@" 2> >(tee "$log" >&2)
+mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 ${EXPECT_ALGO:+COLLX_PROFILE=1} "$@" \
+  2> >(tee "$log" >&2)
 status=$?
 wait
 # Each function's statistics (MPI_Allreduce's always, the others' if they were called), summed.
@@ -29,8 +31,13 @@ unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
+algo_seen=$(grep -cw -- "${EXPECT_ALGO:-}" "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
+if [ -n "${EXPECT_ALGO:-}" ] && [ "$algo_seen" -eq 0 ]; then
+  echo "no profile names $EXPECT_ALGO" >&2
+  exit 1
+fi
 if [ "${EXPECT_SERVED:-some}" = off ]; then
   [ "$off" -eq 1 ] && [ -z "$served" ] && { echo "interception off, as expected"; exit 0; }
   echo "expected one 'interception off' line and no statistics; got $off and '$served'" >&2
