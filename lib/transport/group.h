@@ -24,8 +24,6 @@ class GroupTransport final : public Transport {
     set_named(parent.rank());
   }
 
-  const std::vector<int>& members() const { return members_; }
-
  protected:
   Status post(Request& r, uint32_t seq) override {
     r.peer = members_[static_cast<size_t>(r.peer)];  // from here on, the parent's rank

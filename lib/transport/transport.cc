@@ -25,6 +25,7 @@ void Transport::begin_op(uint32_t seq, double timeout_s, int spin_us) {
   timeout_s_ = timeout_s;
   spin_ = std::chrono::microseconds(spin_us);
   deadline_ = Clock::time_point{};
+  deadline_of_ = nullptr;
   requests_.clear();
   first_pending_ = 0;
   step_base_ = 0;
@@ -35,8 +36,7 @@ void Transport::begin_nested(const Transport& outer) {
   begin_op(outer.seq_, outer.timeout_s_, 0);
   spin_ = outer.spin_;
   step_base_ = outer.step_base_;
-  outer.past_deadline();  // sets the outer deadline if no wait has yet
-  deadline_ = outer.deadline_;
+  deadline_of_ = &outer;
 }
 
 Status Transport::end_op(Status st) {
@@ -59,6 +59,7 @@ Status Transport::describe(const Request& r, collx_status_t code, const char* wh
 void Transport::yield() { sched_yield(); }
 
 bool Transport::past_deadline() const {
+  if (deadline_of_ != nullptr) return deadline_of_->past_deadline();
   const Clock::time_point now = Clock::now();
   if (deadline_ == Clock::time_point{}) {
     deadline_ = now + std::chrono::duration_cast<Clock::duration>(

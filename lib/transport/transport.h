@@ -51,8 +51,8 @@ class Transport {
   Status end_op(Status st);
 
   // An operation of this transport inside `outer`'s running one (GroupTransport inside its
-  // parent): the same sequence number, step base, spin and deadline (so the whole operation
-  // still has one).
+  // parent): the same sequence number, step base and spin, and outer's deadline (so the
+  // whole operation still has one, set by whichever waits first).
   void begin_nested(const Transport& outer);
 
   // Added to every step posted until reset: a sub-collective run inside another (the call
@@ -179,6 +179,7 @@ class Transport {
   int named_;
   uint32_t seq_ = 0;
   mutable Clock::time_point deadline_{};  // set by the first past_deadline() of an operation
+  const Transport* deadline_of_ = nullptr;  // begin_nested: the outer operation's deadline
   double timeout_s_ = 0;
   Clock::duration spin_{};
   uint32_t step_base_ = 0;
