@@ -106,7 +106,12 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
       }
       layout = node_layout(node_of, p.rank);
       one_node = layout.nodes == 1;
-      hierarchical = layout.nodes > 1 && layout.most >= 2;
+      // Across nodes the segments serve hierarchical only: none where the table in force
+      // (COLLX_TUNE, COLLX_ALLREDUCE_ALGO) never picks it.
+      Selection across;
+      hierarchical = layout.nodes > 1 && layout.most >= 2 &&
+                     make_selection(config, p.size, Locality{false, false, true}, &across).ok() &&
+                     across.uses(Algo::kHierarchical);
       // On each node of several ranks its lowest rank creates the node's shared-memory
       // segment; its name goes in round 2.
       use_shm = (one_node && p.size > 1) || hierarchical;

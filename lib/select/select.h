@@ -60,6 +60,12 @@ struct Selection {
     }
     return ranges.back().algo;
   }
+  bool uses(Algo a) const {
+    for (const SelectRange& r : ranges) {
+      if (r.algo == a) return true;
+    }
+    return false;
+  }
   std::string to_string() const;  // in COLLX_TUNE syntax
 };
 
