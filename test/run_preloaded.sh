@@ -31,7 +31,8 @@ unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
-algo_seen=$(grep -cw -- "${EXPECT_ALGO:-}" "$log")
+algo_seen=0  # profile rows end with their algorithms, separated by commas
+[ -n "${EXPECT_ALGO:-}" ] && algo_seen=$(grep -cE "[ ,]${EXPECT_ALGO}(,|\$)" "$log")
 rm -f "$log"
 [ $status -eq 0 ] || exit $status
 if [ -n "${EXPECT_ALGO:-}" ] && [ "$algo_seen" -eq 0 ]; then

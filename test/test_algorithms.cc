@@ -129,10 +129,10 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 
 // Ranks on several pretended nodes, each node's ranks sharing memory of their own: node by
 // node and round-robin, odd numbers of nodes and of ranks per node, nodes with different
-// numbers of ranks (one alone on its node). 20000 and 70000 elements
-// take the reduce-scatter path (the node's ranks would send more than 16 KiB whole) through
-// 4 KiB chunks, in many epochs; up to 1000 the one-shot path (1000 of 8 bytes on 3 ranks per
-// node: the reduce-scatter path).
+// numbers of ranks (one alone on its node). On nodes of equal size, counts up to 1000 take
+// the whole-message path where the node's ranks send at most 16 KiB so (not 1000 float64 on
+// 3 ranks a node); 20000 and 70000 elements always take the reduce-scatter path, through
+// 4 KiB chunks in many epochs. Nodes of different sizes take the reduce-scatter path always.
 TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-place matrix") {
   const std::vector<std::vector<uint64_t>> layouts = {
       {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9},
