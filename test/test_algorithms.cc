@@ -129,14 +129,18 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 
 // Ranks on several pretended nodes, each node's ranks sharing memory of their own: node by
 // node and round-robin, odd numbers of nodes and of ranks per node, nodes with different
-// numbers of ranks (one alone on its node). On nodes of equal size, counts up to 1000 take
-// the whole-message path where the node's ranks send at most 16 KiB so (not 1000 float64 on
-// 3 ranks a node); 20000 and 70000 elements always take the reduce-scatter path, through
-// 4 KiB chunks in many epochs. Nodes of different sizes take the reduce-scatter path always.
+// numbers of ranks: one alone on its node (owning every block: 2 + 1, 3 + 1), ranks owning
+// several blocks (1 + 2 + 3, 3 + 2, 4 + 2 + 2), two ranks that meet in two groups (2 + 1 + 1,
+// 4 + 2 + 2). On nodes of equal size, counts up to 1000 take the whole-message path where the
+// node's ranks send at most 16 KiB so (not 1000 float64 on 3 ranks a node); 20000 and 70000
+// elements always take the reduce-scatter path, through 4 KiB chunks in many epochs. Nodes of
+// different sizes take the reduce-scatter path always.
 TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-place matrix") {
   const std::vector<std::vector<uint64_t>> layouts = {
-      {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9},
-      {0, 0, 1},    {1, 0, 1, 0, 1}, {0, 1, 1, 2, 2, 2}};
+      {0, 0, 1, 1},       {0, 1, 0, 1},       {0, 0, 1, 1, 2, 2},
+      {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9}, {0, 0, 1},
+      {1, 0, 1, 0, 1},    {0, 1, 1, 2, 2, 2}, {0, 0, 0, 1},
+      {0, 0, 1, 2},       {0, 1, 0, 2, 0, 1, 0, 2}};
   for (const std::vector<uint64_t>& nodes : layouts) {
     const int p = static_cast<int>(nodes.size());
     std::string name;
@@ -224,10 +228,13 @@ TEST_CASE("shm_one_shot: messages in the flag lines and in the slots, in any ord
 }
 
 TEST_CASE("ring with tiny segments: many pipelined messages, uneven last segments") {
+  // At 2 ranks, 300001 elements would be 100001 messages each way: more than the 16 bits of a
+  // step (which the in-process transport keeps, as UCX's tags do), so the ring takes larger
+  // segments there instead of letting steps wrap.
   for (int p : {2, 3, 5}) {
     std::vector<Config> configs = {config_for("ring", 12)};  // 3 float32 per segment
     run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
-      for (size_t count : {1ul, 5ul, 7ul, 1001ul, 4099ul}) {
+      for (size_t count : {1ul, 5ul, 7ul, 1001ul, 4099ul, p == 2 ? 300001ul : 0ul}) {
         std::vector<float> in(count), out(count), exp(count);
         fill_input(COLLX_FLOAT32, COLLX_SUM, rank, count, in.data());
         fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, exp.data());
@@ -309,7 +316,7 @@ TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c
       INFO("count " << count << ", round-robin " << (nodes[1] == 1));
       for (int r = 0; r < p; ++r) {
         const NodeLayout l = node_layout(nodes, r);
-        const int partner = l.across[static_cast<size_t>(1 - l.node_index)];
+        const int partner = l.groups.at(0).ranks[static_cast<size_t>(1 - l.node_index)];
         const size_t whole = count * 4, mine = block(count, 4, l.local_rank).len * 4;
         for (int d = 0; d < p; ++d) {
           CHECK(f.bytes_sent(r, d) == (d != partner ? 0 : 4 * whole <= (16 << 10) ? whole : mine));
@@ -319,11 +326,57 @@ TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c
   }
 }
 
+namespace {
+
+// A reducer that counts the elements this thread (rank) reduces, around int32 sum.
+thread_local size_t t_reduced = 0;
+ReduceFn g_int32_sum = nullptr;
+void counting_sum(void* dst, const void* a, const void* b, size_t n) {
+  t_reduced += n;
+  g_int32_sum(dst, a, b, n);
+}
+
+}  // namespace
+
+TEST_CASE("hierarchical: a large node beside a small one reduces on all its ranks") {
+  // 4 + 1 ranks: 4 blocks, one per rank of the large node, all four owned by the rank alone
+  // on its node. Within the large node an owner reduces its block from 4 inputs (3 passes);
+  // across, each pair allreduces one block (at most one more pass). So every rank of the
+  // large node reduces between 3 and 4 quarters of the message, where one rank reducing
+  // everything would reduce 3 wholes.
+  const std::vector<uint64_t> nodes = {0, 0, 1, 0, 0};
+  const size_t count = 40000;
+  std::vector<size_t> reduced(nodes.size());
+  run_ranks(static_cast<int>(nodes.size()), {config_for("hierarchical", 4096)},
+            [&](int rank, std::vector<Comm*>& comms) {
+    Reducer red;
+    TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
+    g_int32_sum = red.reduce;  // the same function on every thread
+    red.reduce = counting_sum;
+    std::vector<int32_t> v(count), exp(count);
+    fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
+    fill_expected(COLLX_INT32, COLLX_SUM, static_cast<int>(nodes.size()), count, exp.data());
+    t_reduced = 0;
+    const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
+    if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str());
+    TCHECK(st.ok());
+    TCHECK(v == exp);
+    reduced[static_cast<size_t>(rank)] = t_reduced;
+  }, true, nodes);
+  for (int r : {0, 1, 3, 4}) {
+    INFO("rank " << r << " reduced " << reduced[static_cast<size_t>(r)]);
+    CHECK(reduced[static_cast<size_t>(r)] >= 3 * count / 4);
+    CHECK(reduced[static_cast<size_t>(r)] <= 4 * count / 4);
+  }
+  CHECK(reduced[2] <= count);  // alone on its node: only the four blocks across
+}
+
 TEST_CASE("results are reproducible from run to run") {
   // Values that make float sums order-dependent: the same algorithm and rank count must still
   // give the same bits every time, on every rank. Hierarchical on 3 nodes of 2, round-robin,
-  // with a count on its one-shot path and one on its reduce-scatter path: every group across
-  // nodes must reduce the nodes' sums in the same order.
+  // with a count on its one-shot path and one on its reduce-scatter path, and on nodes of 3, 1
+  // and 1 (three blocks, whose three groups all hold both small nodes' ranks): every group
+  // across nodes must reduce the nodes' sums in the same order.
   struct Case {
     const char* algo;
     size_t count;
@@ -334,6 +387,7 @@ TEST_CASE("results are reproducible from run to run") {
   for (size_t count : {size_t{1001}, size_t{30001}}) {
     cases.push_back({"hierarchical", count, {0, 1, 2, 0, 1, 2}});
   }
+  cases.push_back({"hierarchical", 30001, {0, 1, 0, 2, 0}});  // 3 + 1 + 1
   for (const Case& c : cases) {
     const char* algo = c.algo;
     const size_t count = c.count;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "algo/rank_math.h"
@@ -144,6 +145,17 @@ TEST_CASE("ring: what r sends in a step is what r+1 receives; r ends owning bloc
   }
 }
 
+namespace {
+
+// (block, ranks) of each of a layout's groups.
+std::vector<std::pair<int, std::vector<int>>> groups_of(const NodeLayout& l) {
+  std::vector<std::pair<int, std::vector<int>>> g;
+  for (const NodeLayout::Group& x : l.groups) g.emplace_back(x.block, x.ranks);
+  return g;
+}
+
+}  // namespace
+
 TEST_CASE("node_layout: local ranks, groups across nodes, uneven nodes") {
   // Round-robin over nodes numbered 7 and 3: node 7 holds ranks 0, 2, 4 and is node 0.
   const std::vector<uint64_t> rr = {7, 3, 7, 3, 7, 3};
@@ -154,38 +166,68 @@ TEST_CASE("node_layout: local ranks, groups across nodes, uneven nodes") {
   CHECK(a.node_index == 1);
   CHECK(a.local_rank == 1);
   CHECK(a.local == std::vector<int>{1, 3, 5});
-  CHECK(a.across == std::vector<int>{2, 3});
-  // Every rank is in its node's list at its local rank; a rank of a local rank below `fewest`
-  // is in exactly one group, at its node's number, and the members of a group agree on it;
-  // the others are in none.
-  for (const std::vector<uint64_t>& nodes :
-       {rr, std::vector<uint64_t>{1, 1, 2, 2, 3, 3}, std::vector<uint64_t>{4, 5, 6, 6, 5, 4},
-        std::vector<uint64_t>{1, 2, 2, 1, 2}, std::vector<uint64_t>{9, 8, 8, 7, 7, 7}}) {
+  CHECK(a.blocks == 3);
+  CHECK(groups_of(a) == std::vector<std::pair<int, std::vector<int>>>{{1, {2, 3}}});
+  // Every rank is in its node's list at its local rank. Every block has one owner on every
+  // node, the rank of local rank b mod (the node's size), in the group of every member; a
+  // rank's groups are exactly the blocks it owns, ascending, with it at its node's number.
+  const std::vector<std::vector<uint64_t>> layouts = {
+      rr, {1, 1, 2, 2, 3, 3}, {4, 5, 6, 6, 5, 4}, {1, 2, 2, 1, 2}, {9, 8, 8, 7, 7, 7},
+      {0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 1, 1, 2, 2}, {5, 4, 5, 4, 5, 4, 5, 4, 5}};
+  for (const std::vector<uint64_t>& nodes : layouts) {
     const int p = static_cast<int>(nodes.size());
-    int grouped = 0;
+    std::vector<std::vector<int>> owners(static_cast<size_t>(node_layout(nodes, 0).blocks));
     for (int r = 0; r < p; ++r) {
       const NodeLayout l = node_layout(nodes, r);
+      const int k = static_cast<int>(l.local.size());
       CHECK(l.local[static_cast<size_t>(l.local_rank)] == r);
       for (int q : l.local) CHECK(node_layout(nodes, q).local == l.local);
-      CHECK(l.across.empty() == (l.local_rank >= l.fewest));
-      if (l.across.empty()) continue;
-      ++grouped;
-      CHECK(static_cast<int>(l.across.size()) == l.nodes);
-      CHECK(l.across[static_cast<size_t>(l.node_index)] == r);
-      for (int q : l.across) CHECK(node_layout(nodes, q).across == l.across);
+      std::vector<int> expect;
+      for (int b = l.local_rank; b < l.blocks; b += k) expect.push_back(b);
+      REQUIRE(l.groups.size() == expect.size());
+      for (size_t i = 0; i < expect.size(); ++i) {
+        const NodeLayout::Group& g = l.groups[i];
+        CHECK(g.block == expect[i]);
+        CHECK(static_cast<int>(g.ranks.size()) == l.nodes);
+        CHECK(g.ranks[static_cast<size_t>(l.node_index)] == r);
+        owners[static_cast<size_t>(g.block)].push_back(r);
+        // Member j holds the group at its lane: the same block, members and lanes.
+        REQUIRE(g.lanes.size() == g.ranks.size());
+        for (size_t j = 0; j < g.ranks.size(); ++j) {
+          const NodeLayout m = node_layout(nodes, g.ranks[j]);
+          REQUIRE(g.lanes[j] < m.groups.size());
+          const NodeLayout::Group& h = m.groups[g.lanes[j]];
+          CHECK((h.block == g.block && h.ranks == g.ranks && h.lanes == g.lanes));
+        }
+      }
     }
-    const NodeLayout any = node_layout(nodes, 0);
-    CHECK(grouped == any.nodes * any.fewest);
+    for (const std::vector<int>& o : owners) CHECK(static_cast<int>(o.size()) == node_layout(nodes, 0).nodes);
   }
-  const NodeLayout uneven = node_layout({1, 1, 2}, 1);
-  CHECK(uneven.nodes == 2);
-  CHECK(uneven.fewest == 1);
-  CHECK(uneven.most == 2);
-  CHECK(uneven.local_rank == 1);
-  CHECK(uneven.across.empty());  // node 2 has no local rank 1
-  CHECK(node_layout({1, 1, 2}, 2).across == std::vector<int>{0, 2});
+  // The block count: one per rank on nodes of equal size; otherwise the count in 1 .. most
+  // whose busiest owner reads least (ceil(B/k) * k / B of a message on a node of k).
+  auto blocks = [](std::vector<uint64_t> nodes) { return node_layout(nodes, 0).blocks; };
+  CHECK(blocks({0, 0, 0, 1, 1, 1}) == 3);
+  CHECK(blocks({0, 0, 0, 0, 0, 0, 0, 0, 1}) == 8);  // 8 + 1: 1/8 each on the large node
+  CHECK(blocks({0, 0, 0, 0, 0, 1, 1, 1, 1}) == 4);  // 5 + 4: 5 blocks would load one rank 2/5 x 4
+  CHECK(blocks({0, 0, 0, 1, 1}) == 3);              // 3 + 2: 1 x 3/3 and 2 x 2/3, not 3/2
+  CHECK(blocks({0, 0, 0, 0, 1, 1, 2, 2}) == 4);
+  CHECK(blocks({0, 1, 1, 2, 2, 2}) == 3);
+  CHECK(blocks({0, 0, 1, 2}) == 2);
+  // A rank owns at most max_groups blocks (the transport's lanes): 8 + 1 with 4 gives 4
+  // blocks (2 each on the node of 8), with 1 the smallest node's count.
+  CHECK(node_layout({0, 0, 0, 0, 0, 0, 0, 0, 1}, 0, 4).blocks == 4);
+  CHECK(node_layout({0, 0, 0, 0, 0, 0, 0, 0, 1}, 8, 4).groups.size() == 4);
+  CHECK(node_layout({0, 0, 0, 1, 1}, 0, 1).blocks == 2);
+  CHECK(node_layout({0, 0, 0, 0, 0, 0, 0, 0, 1}, 0, 1).blocks == 1);
+  // Nodes of 2 and 1: both blocks' groups hold the rank alone on its node.
+  CHECK(node_layout({1, 1, 2}, 1).fewest == 1);
+  CHECK(node_layout({1, 1, 2}, 1).most == 2);
+  CHECK(groups_of(node_layout({1, 1, 2}, 1)) ==
+        std::vector<std::pair<int, std::vector<int>>>{{1, {1, 2}}});
+  CHECK(groups_of(node_layout({1, 1, 2}, 2)) ==
+        std::vector<std::pair<int, std::vector<int>>>{{0, {0, 2}}, {1, {1, 2}}});
   const NodeLayout one = node_layout({9, 9, 9}, 1);
   CHECK(one.nodes == 1);
   CHECK(one.fewest == 3);
-  CHECK(one.across == std::vector<int>{1});
+  CHECK(groups_of(one) == std::vector<std::pair<int, std::vector<int>>>{{1, {1}}});
 }

@@ -107,8 +107,8 @@ std::vector<std::vector<collx_comm_t>> make_thread_comms(
 std::vector<collx_comm_t> make_thread_comm(int p) { return make_thread_comms(1, p)[0]; }
 
 // A communicator whose rank r is a thread that believes it runs on node nodes[r]
-// (COLLX_NODE). Ranks on several nodes share no memory segment, so whatever they tell each
-// other goes through UCX. A creation reads the environment before its first allgather, so each
+// (COLLX_NODE). Ranks on different nodes share no memory, so whatever they tell each other
+// goes through UCX (the ranks of one node may share a segment: hierarchical). A creation reads the environment before its first allgather, so each
 // rank starts only once the one before it is waiting there: no thread reads the environment
 // while this one changes it.
 std::vector<collx_comm_t> make_thread_comm_on_nodes(const std::vector<std::string>& nodes) {
@@ -361,6 +361,43 @@ TEST_CASE("collx_init and collx_finalize from several threads at once", "[thread
     });
   }
   for (auto& t : threads) t.join();
+}
+
+TEST_CASE("over UCX, thread ranks on nodes of 2, 1 and 1: each group across nodes its own tags",
+          "[threads]") {
+  // Hierarchical with two blocks: ranks 2 and 3, alone on their nodes, own both and run both
+  // groups across nodes, {0, 2, 3} then {1, 2, 3}, with the same steps. Ranks 0 and 1 are
+  // threads of this process and so share its UCX worker: only the lanes in the tags tell
+  // which of them a message from rank 2 or 3 is for (without them, block 1 reached rank 0).
+  Init init;
+  std::vector<collx_comm_t> comms = make_thread_comm_on_nodes({"a", "a", "b", "c"});
+  const int p = static_cast<int>(comms.size());
+  REQUIRE(std::string(collx_comm_algorithm(comms[0], 1 << 20)) == "hierarchical");
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r) {
+    threads.emplace_back([&, r] {
+      // Counts whose blocks differ in size (so a message meant for the other group would be a
+      // mismatch, not a silent swap), eager and rendezvous, in place and not.
+      for (size_t count : {size_t{2101}, size_t{40001}, size_t{300001}}) {
+        for (bool in_place : {true, false}) {
+          std::vector<int64_t> send(count), recv(count, -1);
+          for (size_t i = 0; i < count; ++i) send[i] = static_cast<int64_t>(i) * 10 + r;
+          if (in_place) recv = send;
+          const collx_status_t st =
+              collx_allreduce(in_place ? COLLX_IN_PLACE : send.data(), recv.data(), count,
+                              COLLX_INT64, COLLX_SUM, comms[r]);
+          TCHECK(st == COLLX_SUCCESS);
+          bool ok = true;
+          for (size_t i = 0; i < count; ++i) {
+            ok = ok && recv[i] == static_cast<int64_t>(i) * 10 * p + p * (p - 1) / 2;
+          }
+          TCHECK(ok);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  destroy_thread_comm(comms);
 }
 
 TEST_CASE("over UCX, ranks on two nodes announce what they started: their tests run it",

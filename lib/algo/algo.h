@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "algo/store_choice.h"
 #include "api/status.h"
@@ -50,19 +51,27 @@ class Scratch {
 };
 
 // What the hierarchical allreduce needs besides the communicator's transport: the shared
-// memory of this rank's node (its ranks numbered by local rank), the ranks with this rank's
-// local rank, one per node, and the table that picks their algorithm by size.
+// memory of this rank's node (its ranks numbered by local rank), the blocks this rank owns
+// (NodeLayout) with the transport of each one's owners, and the table that picks their
+// algorithm by size.
 struct Hierarchy {
-  ShmChannel* node = nullptr;   // null: this rank is alone on its node
-  int local_rank = 0;
-  // Every node has at least `owners` ranks; its local ranks below that own a block (of
-  // `owners`) and allreduce it across nodes; the others only contribute and receive.
-  int owners = 0;
-  bool even = false;            // every node has `owners` ranks
-  Transport* across = nullptr;  // local_rank < owners: a GroupTransport, nodes in the same
-                                // order in every group
+  ShmChannel* node = nullptr;  // null: this rank is alone on its node
+  int blocks = 0;              // a message's blocks; on a node of k ranks, local rank
+                               // b mod k owns block b
+  bool even = false;           // every node has `blocks` ranks (one block each)
+  struct Group {
+    int block = 0;
+    Transport* across = nullptr;  // a GroupTransport: the block's owners, nodes in the
+                                  // same order in every group
+  };
+  std::vector<Group> groups;   // the blocks this rank owns, ascending
   const Selection* table = nullptr;
 };
+
+// Every algorithm numbers the messages of one operation between two ranks with steps below
+// kMaxSteps, so that no two share a tag (UCX tags carry 16 bits of step) and the call check
+// (COLLX_CHECK, Comm::check_agreement) has the steps from kMaxSteps up to itself.
+inline constexpr uint32_t kMaxSteps = 0xf000;
 
 struct AllreduceArgs {
   Transport& t;
@@ -86,11 +95,12 @@ Status allreduce_shm_cma(const AllreduceArgs& a);       // needs a.shm with peer
 Status allreduce_hierarchical(const AllreduceArgs& a);  // needs a.hier
 
 // The steps of the hierarchical allreduce within a node, through a.shm (whose ranks are the
-// node's): after shm_reduce_scatter, rank r < owners of the channel holds
-// block(count, owners, r) of the reduction of every rank's input (in rank order) in that block
-// of recv; shm_allgather copies those blocks of recv into every other rank's.
-Status shm_reduce_scatter(const AllreduceArgs& a, int owners);
-Status shm_allgather(const AllreduceArgs& a, int owners);
+// node's, p of them): after shm_reduce_scatter, the channel's rank b mod p holds
+// block(count, blocks, b) of the reduction of every rank's input (in rank order) in that
+// block of recv, for every block b; shm_allgather copies each block from its owner's recv
+// into every other rank's.
+Status shm_reduce_scatter(const AllreduceArgs& a, int blocks);
+Status shm_allgather(const AllreduceArgs& a, int blocks);
 
 Status run_allreduce(Algo algo, const AllreduceArgs& a);
 

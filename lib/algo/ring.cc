@@ -8,8 +8,11 @@
 // receives and reductions of different segments overlap. Reduce-scatter receives land in a
 // window of kSlots scratch segments; allgather receives land in recv directly.
 //
-// The k-th message from r−1 to r carries step k (mod 2^16): both ends enumerate the same
-// sequence (reduce-scatter steps, then allgather steps, segments in order).
+// The k-th message from r−1 to r carries step k: both ends enumerate the same sequence
+// (reduce-scatter steps, then allgather steps, segments in order). Segments grow beyond
+// a.segment_bytes where a block would need more than kMaxSteps / (2(p−1)) of them, so that
+// steps stay below kMaxSteps: were they to wrap, the allgather receives posted up front could
+// take a reduce-scatter message of the same tag.
 #include "algo/algo.h"
 #include "algo/rank_math.h"
 
@@ -39,7 +42,11 @@ Status allreduce_ring(const AllreduceArgs& a) {
   const int p = t.size(), r = t.rank();
   const int right = mod(r + 1, p), left = mod(r - 1, p);
   const size_t es = a.red.elem_size;
-  const Segments seg{a.count, static_cast<size_t>(p), std::max<size_t>(1, a.segment_bytes / es)};
+  const size_t most_segments = std::max<size_t>(1, kMaxSteps / (2 * static_cast<size_t>(p - 1)));
+  const size_t longest = block(a.count, static_cast<size_t>(p), 0).len;
+  const Segments seg{a.count, static_cast<size_t>(p),
+                     std::max({size_t{1}, a.segment_bytes / es,
+                               (longest + most_segments - 1) / most_segments})};
   const size_t seg_bytes = seg.seg * es;
   uint8_t* slots = nullptr;
   COLLX_TRY(a.scratch.get(kSlots * seg_bytes, &slots));

@@ -108,93 +108,100 @@ Status one_shot_inline(const AllreduceArgs& a) {
   return Status();
 }
 
-// The reduce-scatter and allgather move, per epoch, the next piece of every owner's block at
-// once (so every owner reduces in every epoch): owner q's piece at q * piece elements of a
-// slot or the result area. A piece is whole cache lines where the chunk allows it.
+// The reduce-scatter and allgather move, per epoch, the next piece of every block at once (so
+// every owner reduces in every epoch): block b's piece at b * piece elements of a slot or the
+// result area. Block b's owner is the channel's rank b mod p. A piece is whole cache lines
+// where the chunk allows it.
 class Pieces {
  public:
-  Pieces(const AllreduceArgs& a, int owners) : a_(a), owners_(static_cast<size_t>(owners)) {}
+  Pieces(const AllreduceArgs& a, int blocks) : a_(a), blocks_(static_cast<size_t>(blocks)) {}
+
+  size_t blocks() const { return blocks_; }
+  bool owns(size_t rank, size_t b) const { return b % static_cast<size_t>(a_.shm->size()) == rank; }
 
   // Runs step(e, k) for each epoch e: the pieces at offset k of every block.
   template <typename Step>
   Status for_each(Step step) {
-    const size_t share = a_.shm->chunk() / owners_;
+    const size_t share = a_.shm->chunk() / blocks_;
     piece_ = (share >= 64 ? share & ~size_t{63} : share) / a_.red.elem_size;
     if (piece_ == 0) {
-      return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %zu ranks on a node",
-                   a_.shm->chunk(), owners_);
+      return error(COLLX_ERR_CONFIG, "COLLX_SHM_CHUNK=%zu is too small for %zu blocks on a node",
+                   a_.shm->chunk(), blocks_);
     }
-    for (size_t k = 0; k < block(a_.count, owners_, 0).len; k += piece_) {  // 0: the longest
+    for (size_t k = 0; k < block(a_.count, blocks_, 0).len; k += piece_) {  // 0: the longest
       COLLX_TRY(step(a_.shm->next_epoch(), k));
     }
     return Status();
   }
-  // Rank q's piece at offset k: its elements in the message (len 0: its block is shorter, or
-  // it owns none).
-  Range of(size_t q, size_t k) const {
-    const Range b = q < owners_ ? block(a_.count, owners_, q) : Range{};
-    return k < b.len ? Range{b.begin + k, std::min(piece_, b.len - k)} : Range{};
+  // Block b's piece at offset k: its elements in the message (len 0: the block is shorter).
+  Range of(size_t b, size_t k) const {
+    const Range blk = block(a_.count, blocks_, b);
+    return k < blk.len ? Range{blk.begin + k, std::min(piece_, blk.len - k)} : Range{};
   }
-  // Where rank q's piece lies in a slot or the result area.
-  size_t at(size_t q) const { return q * piece_ * a_.red.elem_size; }
+  // Where block b's piece lies in a slot or the result area.
+  size_t at(size_t b) const { return b * piece_ * a_.red.elem_size; }
 
  private:
   const AllreduceArgs& a_;
-  size_t owners_;
+  size_t blocks_;
   size_t piece_ = 0;
 };
 
 }  // namespace
 
-Status shm_reduce_scatter(const AllreduceArgs& a, int owners) {
+Status shm_reduce_scatter(const AllreduceArgs& a, int blocks) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
-  const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  Pieces pieces(a, owners);
+  const auto r = static_cast<size_t>(ch.rank());
+  Pieces pieces(a, blocks);
   return pieces.for_each([&](uint64_t e, size_t k) {
-    for (size_t q = 0; q < p; ++q) {
-      const Range theirs = pieces.of(q, k);
+    for (size_t b = 0; b < pieces.blocks(); ++b) {
+      const Range theirs = pieces.of(b, k);
       // Streamed, as the two-shot's default: the owner reads it from another core.
-      if (q != r && theirs.len > 0) {
-        copy_streaming(ch.slot(e, ch.rank()) + pieces.at(q), a.send + theirs.begin * elem,
+      if (!pieces.owns(r, b) && theirs.len > 0) {
+        copy_streaming(ch.slot(e, ch.rank()) + pieces.at(b), a.send + theirs.begin * elem,
                        theirs.len * elem);
       }
     }
     shm_publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
-    const Range mine = pieces.of(r, k);
-    if (mine.len == 0) return Status();
-    // In place, the output is this rank's input, which the first reduction (of ranks 0 and
-    // 1) would overwrite before it is read when r > 1: then through scratch.
-    uint8_t* out = a.recv + mine.begin * elem;
-    uint8_t* into = out;
-    if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(mine.len * elem, &into));
-    auto input = [&](int q) {
-      return static_cast<size_t>(q) == r ? a.send + mine.begin * elem
-                                         : ch.slot(e, q) + pieces.at(r);
-    };
-    reduce_in_rank_order(a, into, input, mine.len);
-    if (into != out) copy_cached(out, into, mine.len * elem);
+    for (size_t b = r; b < pieces.blocks(); b += static_cast<size_t>(ch.size())) {
+      const Range mine = pieces.of(b, k);
+      if (mine.len == 0) continue;
+      // In place, the output is this rank's input, which the first reduction (of ranks 0 and
+      // 1) would overwrite before it is read when r > 1: then through scratch.
+      uint8_t* out = a.recv + mine.begin * elem;
+      uint8_t* into = out;
+      if (a.send == a.recv && r > 1) COLLX_TRY(a.scratch.get(mine.len * elem, &into));
+      auto input = [&](int q) {
+        return static_cast<size_t>(q) == r ? a.send + mine.begin * elem
+                                           : ch.slot(e, q) + pieces.at(b);
+      };
+      reduce_in_rank_order(a, into, input, mine.len);
+      if (into != out) copy_cached(out, into, mine.len * elem);
+    }
     return Status();
   });
 }
 
-Status shm_allgather(const AllreduceArgs& a, int owners) {
+Status shm_allgather(const AllreduceArgs& a, int blocks) {
   ShmChannel& ch = *a.shm;
   const size_t elem = a.red.elem_size;
-  const auto r = static_cast<size_t>(ch.rank()), p = static_cast<size_t>(ch.size());
-  Pieces pieces(a, owners);
+  const auto r = static_cast<size_t>(ch.rank());
+  Pieces pieces(a, blocks);
   return pieces.for_each([&](uint64_t e, size_t k) {
-    const Range mine = pieces.of(r, k);
-    if (mine.len > 0) {
-      copy_streaming(ch.result(e) + pieces.at(r), a.recv + mine.begin * elem, mine.len * elem);
+    for (size_t b = r; b < pieces.blocks(); b += static_cast<size_t>(ch.size())) {
+      const Range mine = pieces.of(b, k);
+      if (mine.len > 0) {
+        copy_streaming(ch.result(e) + pieces.at(b), a.recv + mine.begin * elem, mine.len * elem);
+      }
     }
     shm_publish(ch, &ShmRankFlags::ready, e);
     COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its block in"));
-    for (size_t q = 0; q < p; ++q) {
-      const Range theirs = pieces.of(q, k);
-      if (q != r && theirs.len > 0) {
-        copy_cached(a.recv + theirs.begin * elem, ch.result(e) + pieces.at(q), theirs.len * elem);
+    for (size_t b = 0; b < pieces.blocks(); ++b) {
+      const Range theirs = pieces.of(b, k);
+      if (!pieces.owns(r, b) && theirs.len > 0) {
+        copy_cached(a.recv + theirs.begin * elem, ch.result(e) + pieces.at(b), theirs.len * elem);
       }
     }
     return Status();

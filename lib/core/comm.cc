@@ -141,7 +141,7 @@ Comm::~Comm() {
   }
   ops_->work.notify_all();
   if (worker_.joinable()) worker_.join();
-  across_.reset();  // a view of transport_
+  across_.clear();  // views of transport_
   transport_.reset();
   if (context_ != nullptr) {
     context_->ids.release(comm_id_, id_owner_);
@@ -189,7 +189,7 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send,       recv,     op.count,
                            scratch_,    config_.ring_segment, shm_.get(), &stores_,
-                           hier_.owners > 0 ? &hier_ : nullptr};
+                           hier_.blocks > 0 ? &hier_ : nullptr};
   Status st = transport_->end_op(run_allreduce(ran_, args));
   if (!st.ok()) {
     fail(st);
@@ -210,7 +210,7 @@ Status Comm::check_agreement(const AllreduceOp& op, uint32_t seq) {
   Reducer min, sum;
   COLLX_TRY(make_reducer(COLLX_INT64, COLLX_MIN, &min));
   COLLX_TRY(make_reducer(COLLX_INT64, COLLX_SUM, &sum));
-  uint32_t base = 0xf000;
+  uint32_t base = kMaxSteps;
   auto allreduce = [&](int64_t* v, size_t n, const Reducer& red) {
     transport_->set_step_base(base);
     base += 0x100;

@@ -212,7 +212,7 @@ class Comm {
   // node where the ranks sit on several).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids,
                    const NodeLayout& layout);
-  // The hierarchical allreduce's node channel and group over `shared` (this node's memory).
+  // The hierarchical allreduce's node channel over `shared` (this node's memory) and groups.
   void set_nodes(const NodeLayout& layout, void* shared);
   void worker_main();
   // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to
@@ -273,7 +273,7 @@ class Comm {
   // Ranks on several nodes, at least 2 on one: the shared memory of this rank's node (if it
   // has more), the ranks with its local rank and their table (Algo::kHierarchical).
   std::unique_ptr<ShmChannel> node_shm_;
-  std::unique_ptr<Transport> across_;
+  std::vector<std::unique_ptr<Transport>> across_;  // hier_.groups' transports
   Selection across_table_;
   Hierarchy hier_;
   bool announce_ = false;  // the ranks announce what they started (Transport::announce)

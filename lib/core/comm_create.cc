@@ -38,8 +38,9 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                     void* shared, const std::vector<uint64_t>* node_of) {
-  const NodeLayout layout = node_layout(
-      node_of != nullptr ? *node_of : std::vector<uint64_t>(transport->size()), transport->rank());
+  const NodeLayout layout =
+      node_layout(node_of != nullptr ? *node_of : std::vector<uint64_t>(transport->size()),
+                  transport->rank(), transport->max_lanes());
   const bool one_node = layout.nodes == 1 && shared != nullptr;
   const bool hierarchical = layout.nodes > 1 && layout.most >= 2 && shared != nullptr;
   Selection sel;
@@ -104,7 +105,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
           cma_ok = cma_ok && cma_readable(all[i].pid, all[i].probe, kBootMagic);
         }
       }
-      layout = node_layout(node_of, p.rank);
+      layout = node_layout(node_of, p.rank, UcxTransport::lanes_for(p.size));
       one_node = layout.nodes == 1;
       // Across nodes the segments serve hierarchical only: none where the table in force
       // (COLLX_TUNE, COLLX_ALLREDUCE_ALGO) never picks it.
@@ -275,16 +276,17 @@ void Comm::set_nodes(const NodeLayout& layout, void* shared) {
                                              config_.shm_chunk, config_.shm_areas,
                                              std::vector<int64_t>{}, layout.local);
   }
-  if (!layout.across.empty()) {
-    across_ = std::make_unique<GroupTransport>(*transport_, layout.across, layout.node_index);
-  }
   across_table_ = default_selection(layout.nodes, Locality{});
   hier_ = Hierarchy{.node = node_shm_.get(),
-                    .local_rank = layout.local_rank,
-                    .owners = layout.fewest,
+                    .blocks = layout.blocks,
                     .even = layout.fewest == layout.most,
-                    .across = across_.get(),
+                    .groups = {},
                     .table = &across_table_};
+  for (const NodeLayout::Group& g : layout.groups) {
+    across_.push_back(
+        std::make_unique<GroupTransport>(*transport_, g.ranks, g.lanes, layout.node_index));
+    hier_.groups.push_back({.block = g.block, .across = across_.back().get()});
+  }
 }
 
 }  // namespace collx

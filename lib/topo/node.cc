@@ -20,9 +20,24 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// The block count of NodeLayout: with B blocks, the busiest owner on a node of k ranks
+// reduces ceil(B/k) blocks of k inputs each, ceil(B/k) * k / B of a message's inputs.
+int hierarchy_blocks(const std::vector<int>& sizes, int max_groups) {
+  const int fewest = *std::min_element(sizes.begin(), sizes.end());
+  const int most = *std::max_element(sizes.begin(), sizes.end());
+  int best = 1;
+  long best_num = 0, best_den = 1;  // the cost of `best`, as a fraction
+  for (int b = 1; b <= most && (b + fewest - 1) / fewest <= max_groups; ++b) {
+    long num = 0;
+    for (int k : sizes) num = std::max(num, static_cast<long>((b + k - 1) / k) * k);
+    if (b == 1 || num * best_den < best_num * b) best = b, best_num = num, best_den = b;
+  }
+  return best;
+}
+
 }  // namespace
 
-NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank) {
+NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank, int max_groups) {
   NodeLayout l;
   std::unordered_map<uint64_t, size_t> number;  // node id -> node number
   std::vector<std::vector<int>> members;         // node number -> its ranks, ascending
@@ -42,10 +57,17 @@ NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank) {
     l.fewest = std::min(l.fewest, static_cast<int>(m.size()));
     l.most = std::max(l.most, static_cast<int>(m.size()));
   }
-  if (l.local_rank < l.fewest) {
+  std::vector<int> sizes;
+  for (const std::vector<int>& m : members) sizes.push_back(static_cast<int>(m.size()));
+  l.blocks = hierarchy_blocks(sizes, max_groups);
+  const int k = static_cast<int>(l.local.size());
+  for (int b = l.local_rank; b < l.blocks; b += k) {
+    NodeLayout::Group g{.block = b, .ranks = {}, .lanes = {}};
     for (const std::vector<int>& m : members) {
-      l.across.push_back(m[static_cast<size_t>(l.local_rank)]);
+      g.ranks.push_back(m[static_cast<size_t>(b) % m.size()]);
+      g.lanes.push_back(static_cast<uint32_t>(static_cast<size_t>(b) / m.size()));
     }
+    l.groups.push_back(std::move(g));
   }
   return l;
 }

@@ -14,18 +14,32 @@ uint64_t node_id(const std::string& override_name);
 
 // How a communicator's ranks sit on nodes, seen from one rank (`node_of[r]`: rank r's node
 // id). Nodes are numbered by their lowest rank, so every rank numbers them alike.
+//
+// For the hierarchical allreduce a message is cut into `blocks` blocks; on a node of k ranks
+// local rank l owns the blocks b with b mod k == l, and block b is allreduced across nodes by
+// its owners, one per node (a "group"). `blocks` is the count in 1 .. most that minimises
+// what the busiest owner reads to reduce its blocks, max over nodes of ceil(blocks/k) * k /
+// blocks of a message (the smallest such count): nodes of equal size get one block per rank,
+// and a large node beside a small one still spreads its reduction over all its ranks (8 + 1
+// ranks: 8 blocks, the rank alone on its node owns all of them), within the `max_groups`
+// blocks one rank may own (the transport's lanes, Transport::max_lanes).
 struct NodeLayout {
   int nodes = 0;             // distinct nodes
   int fewest = 0;            // ranks on the node that has fewest
   int most = 0;              // and on the one that has most
   int local_rank = 0;        // this rank's index among its node's ranks
   std::vector<int> local;    // the ranks of this rank's node, ascending
-  std::vector<int> across;   // local_rank < fewest: the rank with this local rank on each node,
-                             // by node number (this rank is across[its node's number]); else
-                             // empty (no node lacks a rank of a local rank below fewest)
   int node_index = 0;        // this rank's node's number
+  int blocks = 0;            // see above
+  struct Group {
+    int block = 0;           // owned by this rank
+    std::vector<int> ranks;  // its owner on every node, by node number (this rank is
+                             // ranks[node_index])
+    std::vector<uint32_t> lanes;  // which of its owner's blocks it is, on every node
+  };
+  std::vector<Group> groups;  // this rank's blocks, ascending (none if local_rank >= blocks)
 };
-NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank);
+NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank, int max_groups = 1 << 16);
 
 // Whether process `pid` can be read with process_vm_readv: reads 8 bytes at `address` and
 // compares them with `expect`.

@@ -17,15 +17,21 @@ namespace collx {
 class GroupTransport final : public Transport {
  public:
   // `position`: this rank's index in `members` (members[position] == parent.rank()).
-  GroupTransport(Transport& parent, std::vector<int> members, int position)
+  // `lanes[i]`: which of member i's groups this one is (Request::lane_self), each below
+  // parent.max_lanes().
+  GroupTransport(Transport& parent, std::vector<int> members, std::vector<uint32_t> lanes,
+                 int position)
       : Transport(position, static_cast<int>(members.size())),
         parent_(parent),
-        members_(std::move(members)) {
+        members_(std::move(members)),
+        lanes_(std::move(lanes)) {
     set_named(parent.rank());
   }
 
  protected:
   Status post(Request& r, uint32_t seq) override {
+    r.lane_self = lanes_[static_cast<size_t>(rank())];
+    r.lane_peer = lanes_[static_cast<size_t>(r.peer)];
     r.peer = members_[static_cast<size_t>(r.peer)];  // from here on, the parent's rank
     return parent_.post(r, seq);
   }
@@ -41,6 +47,7 @@ class GroupTransport final : public Transport {
  private:
   Transport& parent_;
   std::vector<int> members_;
+  std::vector<uint32_t> lanes_;
 };
 
 }  // namespace collx

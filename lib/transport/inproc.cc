@@ -7,7 +7,8 @@
 namespace collx {
 
 // A receive posted before its send arrives waits in `posted`; a send that arrives first waits,
-// copied, in `unexpected`. Both are matched by (source, seq, step) in FIFO order.
+// copied, in `unexpected`. Both are matched by (source, seq, step) in FIFO order, as UCX
+// matches tags.
 struct InprocFabric::Message {
   int src = 0;
   uint32_t seq = 0;
@@ -57,16 +58,20 @@ std::shared_ptr<InprocFabric::Message> take(Q& q, int src, uint32_t seq, uint32_
 }  // namespace
 
 Status InprocTransport::post(Request& r, uint32_t seq) {
+  // Matched on the bits a UCX tag carries (sequence mod 4096, step mod 65536): tags that
+  // would alias over UCX alias here too.
+  seq &= 0xfffu;
+  const uint32_t step = r.step & 0xffffu;
   if (r.is_recv) {
     auto m = std::make_shared<InprocFabric::Message>();
     m->src = r.peer;
     m->seq = seq;
-    m->step = r.step;
+    m->step = step;
     m->buf = r.buf;
     m->bytes = r.bytes;
     InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
     std::lock_guard<std::mutex> g(box.mu);
-    if (auto u = take(box.unexpected, r.peer, seq, r.step)) {
+    if (auto u = take(box.unexpected, r.peer, seq, step)) {
       r.done = true;
       if (u->data.size() != r.bytes) {
         return describe(r, COLLX_ERR_MISMATCH,
@@ -84,7 +89,7 @@ Status InprocTransport::post(Request& r, uint32_t seq) {
   InprocFabric::Mailbox& box = *fabric_.boxes_[r.peer];
   std::lock_guard<std::mutex> g(box.mu);
   r.done = true;  // sends are buffered: complete at once
-  if (auto m = take(box.posted, rank(), seq, r.step)) {
+  if (auto m = take(box.posted, rank(), seq, step)) {
     if (m->bytes == r.bytes && r.bytes != 0) std::memcpy(m->buf, r.buf, r.bytes);
     m->received = r.bytes;
     m->done.store(true, std::memory_order_release);
@@ -93,7 +98,7 @@ Status InprocTransport::post(Request& r, uint32_t seq) {
   auto m = std::make_shared<InprocFabric::Message>();
   m->src = rank();
   m->seq = seq;
-  m->step = r.step;
+  m->step = step;
   const auto* p = static_cast<const uint8_t*>(r.buf);
   m->data.assign(p, p + r.bytes);
   box.unexpected.push_back(std::move(m));

@@ -68,6 +68,9 @@ class Transport {
   // the transport's own errors (rank, peer, collective).
   Status step_error(const Status& cause, int peer, const char* what) const;
 
+  // How many lanes (Request) a rank may use in one operation: the most groups it may run in.
+  virtual int max_lanes() const { return 1 << 16; }
+
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
 
@@ -111,6 +114,11 @@ class Transport {
     bool is_recv = false;
     bool done = false;
     bool one_copy = false;  // UcxTransport: impl is a CmaOp, not a UCX request
+    // Which of its groups (GroupTransport) this rank and the peer run the request in: a rank
+    // that owns several blocks of a hierarchical allreduce sends the same steps in each group,
+    // to different ranks, which may share a UCX worker (threads of one process): the lanes
+    // keep their tags apart. 0 outside groups.
+    uint32_t lane_self = 0, lane_peer = 0;
   };
   // Post a request; on immediate completion leave r.impl null and set r.done.
   virtual Status post(Request& r, uint32_t seq) = 0;

@@ -6,9 +6,11 @@ namespace collx {
 
 namespace {
 
-// Tag layout: comm id (16 bits) | acknowledgement (1) | source rank (19) |
-// sequence number mod 4096 (12) | step (16). Announcements (ucx_announce.cc) take the
-// acknowledgement bit with sequence 0xfff and step 0xffff.
+// Tag layout: comm id (16 bits) | acknowledgement (1) | source (19) |
+// sequence number mod 4096 (12) | step (16). The source is the sending rank, plus the
+// communicator's size times the sender's lane (Request::lane_self: a rank in several groups of
+// one operation); so every rank may use 2^19 / size lanes. Announcements (ucx_announce.cc)
+// take the acknowledgement bit with sequence 0xfff and step 0xffff.
 constexpr int kRankBits = 19;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
@@ -157,10 +159,15 @@ Status UcxTransport::request_error(const Request& r, ucs_status_t s, const char*
                   format("UCX error (%s) %s", ucs_status_string(s), when).c_str());
 }
 
-ucp_tag_t UcxTransport::tag(int src, uint32_t seq, uint32_t step, bool ack) const {
-  return (ucp_tag_t{comm_id_} << 48) | (ucp_tag_t{ack} << 47) |
-         (ucp_tag_t(static_cast<uint32_t>(src)) << 28) | (ucp_tag_t{seq & 0xfffu} << 16) |
-         ucp_tag_t{step & 0xffffu};
+int UcxTransport::lanes_for(int size) { return (1 << kRankBits) / size; }
+
+uint32_t UcxTransport::source(int rank, uint32_t lane) const {
+  return static_cast<uint32_t>(rank) + static_cast<uint32_t>(size()) * lane;
+}
+
+ucp_tag_t UcxTransport::tag(uint32_t source, uint32_t seq, uint32_t step, bool ack) const {
+  return (ucp_tag_t{comm_id_} << 48) | (ucp_tag_t{ack} << 47) | (ucp_tag_t{source} << 28) |
+         (ucp_tag_t{seq & 0xfffu} << 16) | ucp_tag_t{step & 0xffffu};
 }
 
 void* UcxTransport::send_ctrl(int peer, const void* buf, size_t bytes, ucp_tag_t t) {
@@ -201,13 +208,13 @@ Status UcxTransport::post_one_copy(Request& r, uint32_t seq) {
   r.impl = &op;
   LockGuard g(worker_);
   if (r.is_recv) {
-    op.ctrl = recv_ctrl(op.rts, sizeof op.rts, tag(r.peer, seq, r.step));
+    op.ctrl = recv_ctrl(op.rts, sizeof op.rts, tag(from_peer(r), seq, r.step));
   } else {
     op.rts[0] = kRtsMagic;
     op.rts[1] = reinterpret_cast<uint64_t>(r.buf);
     op.rts[2] = r.bytes;
-    op.ctrl = send_ctrl(r.peer, op.rts, sizeof op.rts, tag(rank(), seq, r.step));
-    op.ack_req = recv_ctrl(&op.ack, sizeof op.ack, tag(r.peer, seq, r.step, true));
+    op.ctrl = send_ctrl(r.peer, op.rts, sizeof op.rts, tag(from_me(r), seq, r.step));
+    op.ack_req = recv_ctrl(&op.ack, sizeof op.ack, tag(from_peer(r), seq, r.step, true));
   }
   for (void* req : {op.ctrl, op.ack_req}) {
     if (UCS_PTR_IS_ERR(req)) return request_error(r, UCS_PTR_STATUS(req), "posting");
@@ -248,7 +255,7 @@ Status UcxTransport::test_one_copy(Request& r) {
       if (!st.ok()) return describe(r, st.code(), (st.message() + " in").c_str());
       op.ack = kAckMagic;
       LockGuard g(worker_);
-      op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(rank(), op.seq, r.step, true));
+      op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(from_me(r), op.seq, r.step, true));
       }
   }
   {
@@ -276,10 +283,10 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
     p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    req = ucp_tag_recv_nbx(worker_.worker(), r.buf, r.bytes, tag(r.peer, seq, r.step), kFullMask,
+    req = ucp_tag_recv_nbx(worker_.worker(), r.buf, r.bytes, tag(from_peer(r), seq, r.step), kFullMask,
                            &p);
   } else {
-    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(rank(), seq, r.step), &p);
+    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
     if (req == nullptr) {
       r.done = true;
       return Status();

@@ -122,6 +122,8 @@ class UcxTransport final : public Transport {
 
   // After an error on the communicator: close endpoints without flushing them.
   void mark_failed() override { force_close_ = true; }
+  int max_lanes() const override { return lanes_for(size()); }
+  static int lanes_for(int size);  // max_lanes() of a communicator of `size` ranks
 
   // Announcements (ucx_announce.cc): one small tagged message to each peer, received into
   // a receive kept posted per peer.
@@ -152,7 +154,11 @@ class UcxTransport final : public Transport {
 
   UcxTransport(UcxWorker& w, int rank, int size, uint16_t comm_id)
       : Transport(rank, size), worker_(w), comm_id_(comm_id) {}
-  ucp_tag_t tag(int src, uint32_t seq, uint32_t step, bool ack = false) const;
+  // The tag's source field (see ucx.cc) for `rank` in `lane`, and for either end of `r`.
+  uint32_t source(int rank, uint32_t lane) const;
+  uint32_t from_me(const Request& r) const { return source(rank(), r.lane_self); }
+  uint32_t from_peer(const Request& r) const { return source(r.peer, r.lane_peer); }
+  ucp_tag_t tag(uint32_t source, uint32_t seq, uint32_t step, bool ack = false) const;
   // A request that failed with `s`: PEER_FAILED where a peer is gone, else TRANSPORT.
   Status request_error(const Request& r, ucs_status_t s, const char* when) const;
   // Post a tagged send or receive of a small control message (under the worker lock).
