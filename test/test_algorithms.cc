@@ -234,7 +234,9 @@ TEST_CASE("ring with tiny segments: many pipelined messages, uneven last segment
   for (int p : {2, 3, 5}) {
     std::vector<Config> configs = {config_for("ring", 12)};  // 3 float32 per segment
     run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
-      for (size_t count : {1ul, 5ul, 7ul, 1001ul, 4099ul, p == 2 ? 300001ul : 0ul}) {
+      std::vector<size_t> counts = {1, 5, 7, 1001, 4099};
+      if (p == 2) counts.push_back(300001);
+      for (size_t count : counts) {
         std::vector<float> in(count), out(count), exp(count);
         fill_input(COLLX_FLOAT32, COLLX_SUM, rank, count, in.data());
         fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, exp.data());
@@ -369,6 +371,37 @@ TEST_CASE("hierarchical: a large node beside a small one reduces on all its rank
     CHECK(reduced[static_cast<size_t>(r)] <= 4 * count / 4);
   }
   CHECK(reduced[2] <= count);  // alone on its node: only the four blocks across
+}
+
+TEST_CASE("hierarchical: beside a rank alone on its node, small messages cross through one rank") {
+  // 4 + 1 ranks (4 blocks; rank 2 alone owns all four). A message of at most 16 KiB takes one
+  // block: only local rank 0 of each node (ranks 0 and 2) talk across, the whole message each
+  // way; a larger one crosses in four blocks, rank 2 sending each to its owner.
+  const std::vector<uint64_t> nodes = {0, 0, 1, 0, 0};
+  const int p = static_cast<int>(nodes.size());
+  for (size_t count : {size_t{1000}, size_t{40000}}) {
+    auto fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
+                             [&](int rank, std::vector<Comm*>& comms) {
+      Reducer red;
+      TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
+      std::vector<int32_t> v(count), exp(count);
+      fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
+      fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
+      const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
+      TCHECK(st.ok());
+      TCHECK(v == exp);
+    }, true, nodes);
+    const InprocFabric& f = *fabrics[0];
+    INFO("count " << count);
+    const bool small = count * 4 <= (16 << 10);
+    const int local[] = {0, 1, -1, 2, 3};  // local ranks on node 0
+    for (int d : {0, 1, 3, 4}) {
+      const size_t mine = block(count, 4, static_cast<size_t>(local[d])).len * 4;
+      CHECK(f.bytes_sent(2, d) == (small ? (d == 0 ? count * 4 : 0) : mine));
+      CHECK(f.bytes_sent(d, 2) == f.bytes_sent(2, d));
+      for (int e : {0, 1, 3, 4}) CHECK(f.bytes_sent(d, e) == 0);
+    }
+  }
 }
 
 TEST_CASE("results are reproducible from run to run") {

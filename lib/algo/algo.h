@@ -59,6 +59,7 @@ struct Hierarchy {
   int blocks = 0;              // a message's blocks; on a node of k ranks, local rank
                                // b mod k owns block b
   bool even = false;           // every node has `blocks` ranks (one block each)
+  bool serial_groups = false;  // some rank owns several blocks (runs their groups in turn)
   struct Group {
     int block = 0;
     Transport* across = nullptr;  // a GroupTransport: the block's owners, nodes in the

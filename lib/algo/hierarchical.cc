@@ -23,7 +23,10 @@
 // That saves a synchronisation within the node for B times the bytes between nodes; beyond
 // kWholeMax the bytes would cost more than the synchronisation. Every group holds the same
 // inputs (the nodes' sums) in the same order (nodes by their lowest rank) and runs the same
-// algorithm, so every rank gets the same bits.
+// algorithm, so every rank gets the same bits. Where some rank owns several blocks (nodes of
+// different sizes), a message of at most kWholeMax bytes takes the three steps with one
+// block instead, owned by local rank 0 of each node (block 0's group): no rank runs several
+// groups in turn for a latency-bound message.
 //
 // A rank that owns several blocks sends the same steps in each of their groups, to different
 // ranks, which may be threads of one process sharing a UCX worker; so each message also
@@ -65,16 +68,18 @@ Status allreduce_hierarchical(const AllreduceArgs& a) {
     COLLX_TRY(allreduce_shm_one_shot(node));
     return allreduce_across(a, *h.groups.front().across, a.recv, a.count);  // one block each
   }
+  const int blocks = h.serial_groups && a.count * elem <= kWholeMax ? 1 : h.blocks;
   if (h.node != nullptr) {
-    COLLX_TRY(shm_reduce_scatter(node, h.blocks));
+    COLLX_TRY(shm_reduce_scatter(node, blocks));
   } else if (a.send != a.recv) {  // alone on its node: its input is its node's sum
     copy_cached(a.recv, a.send, a.count * elem);
   }
   for (const Hierarchy::Group& g : h.groups) {
-    const Range mine = block(a.count, static_cast<size_t>(h.blocks), static_cast<size_t>(g.block));
+    if (g.block >= blocks) break;
+    const Range mine = block(a.count, static_cast<size_t>(blocks), static_cast<size_t>(g.block));
     if (mine.len > 0) COLLX_TRY(allreduce_across(a, *g.across, a.recv + mine.begin * elem, mine.len));
   }
-  return h.node != nullptr ? shm_allgather(node, h.blocks) : Status();
+  return h.node != nullptr ? shm_allgather(node, blocks) : Status();
 }
 
 }  // namespace collx

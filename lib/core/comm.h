@@ -271,7 +271,7 @@ class Comm {
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators: this node's shared memory
   std::unique_ptr<ShmChannel> shm_;      // every rank on one node: their shared memory
   // Ranks on several nodes, at least 2 on one: the shared memory of this rank's node (if it
-  // has more), the ranks with its local rank and their table (Algo::kHierarchical).
+  // has more), the owners of each block it owns and their table (Algo::kHierarchical).
   std::unique_ptr<ShmChannel> node_shm_;
   std::vector<std::unique_ptr<Transport>> across_;  // hier_.groups' transports
   Selection across_table_;

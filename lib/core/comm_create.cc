@@ -280,6 +280,7 @@ void Comm::set_nodes(const NodeLayout& layout, void* shared) {
   hier_ = Hierarchy{.node = node_shm_.get(),
                     .blocks = layout.blocks,
                     .even = layout.fewest == layout.most,
+                    .serial_groups = layout.blocks > layout.fewest,
                     .groups = {},
                     .table = &across_table_};
   for (const NodeLayout::Group& g : layout.groups) {
