@@ -14,7 +14,8 @@ constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 }  // namespace
 
 // The acknowledgement bit with sequence 0xfff and step 0xffff: no transfer uses that step
-// (the algorithms' steps are small, the call check's start at 0xf000 and use a few hundred).
+// (the algorithms' steps lie below kMaxSteps = 0xf000, the call check's start there and use
+// a few hundred).
 ucp_tag_t UcxTransport::announce_tag(int src) const { return tag(source(src, 0), 0xfff, 0xffff, true); }
 
 bool UcxTransport::start_announcing(uint64_t token) {
