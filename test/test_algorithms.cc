@@ -349,11 +349,12 @@ TEST_CASE("hierarchical: a large node beside a small one reduces on all its rank
   const std::vector<uint64_t> nodes = {0, 0, 1, 0, 0};
   const size_t count = 40000;
   std::vector<size_t> reduced(nodes.size());
+  Reducer sum;
+  REQUIRE(make_reducer(COLLX_INT32, COLLX_SUM, &sum).ok());
+  g_int32_sum = sum.reduce;  // before the rank threads start
   run_ranks(static_cast<int>(nodes.size()), {config_for("hierarchical", 4096)},
             [&](int rank, std::vector<Comm*>& comms) {
-    Reducer red;
-    TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
-    g_int32_sum = red.reduce;  // the same function on every thread
+    Reducer red = sum;
     red.reduce = counting_sum;
     std::vector<int32_t> v(count), exp(count);
     fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
