@@ -293,6 +293,47 @@ TEST_CASE("rabenseifner: with ranks numbered node by node, the smallest ranges c
   }
 }
 
+namespace {
+
+// A reducer that counts the elements this thread (rank) reduces, around int32 sum.
+thread_local size_t t_reduced = 0;
+ReduceFn g_int32_sum = nullptr;
+void counting_sum(void* dst, const void* a, const void* b, size_t n) {
+  t_reduced += n;
+  g_int32_sum(dst, a, b, n);
+}
+
+// One in-place int32 sum of `count` elements, hierarchical with 4 KiB chunks, on ranks placed
+// on `nodes`, every result checked: the fabrics (bytes sent) and what each rank reduced.
+struct HierarchicalRun {
+  std::vector<std::unique_ptr<InprocFabric>> fabrics;
+  std::vector<size_t> reduced;
+};
+HierarchicalRun hierarchical_int32_sum(const std::vector<uint64_t>& nodes, size_t count) {
+  const int p = static_cast<int>(nodes.size());
+  Reducer sum;
+  REQUIRE(make_reducer(COLLX_INT32, COLLX_SUM, &sum).ok());
+  g_int32_sum = sum.reduce;  // before the rank threads start
+  HierarchicalRun run;
+  run.reduced.resize(nodes.size());
+  run.fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
+                          [&](int rank, std::vector<Comm*>& comms) {
+    Reducer red = sum;
+    red.reduce = counting_sum;
+    std::vector<int32_t> v(count), exp(count);
+    fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
+    fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
+    t_reduced = 0;
+    const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
+    TCHECK(st.ok());
+    TCHECK(v == exp);
+    run.reduced[static_cast<size_t>(rank)] = t_reduced;
+  }, true, nodes);
+  return run;
+}
+
+}  // namespace
+
 TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c bytes each") {
   // 8 ranks, 2 nodes of 4 (node by node and round-robin). Within a node everything goes
   // through shared memory: no rank sends a byte to a rank of its own node. Across, with 2
@@ -303,18 +344,8 @@ TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c
        {std::vector<uint64_t>{0, 0, 0, 0, 1, 1, 1, 1}, std::vector<uint64_t>{0, 1, 0, 1, 0, 1, 0, 1}}) {
     for (size_t count : {size_t{1000}, size_t{40003}}) {
       const int p = 8;
-      auto fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
-                               [&](int rank, std::vector<Comm*>& comms) {
-        Reducer red;
-        TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
-        std::vector<int32_t> v(count), exp(count);
-        fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
-        fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
-        const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
-        TCHECK(st.ok());
-        TCHECK(v == exp);
-      }, true, nodes);
-      const InprocFabric& f = *fabrics[0];
+      const HierarchicalRun run = hierarchical_int32_sum(nodes, count);
+      const InprocFabric& f = *run.fabrics[0];
       INFO("count " << count << ", round-robin " << (nodes[1] == 1));
       for (int r = 0; r < p; ++r) {
         const NodeLayout l = node_layout(nodes, r);
@@ -328,44 +359,14 @@ TEST_CASE("hierarchical: only the ranks of one local rank talk across nodes, n/c
   }
 }
 
-namespace {
-
-// A reducer that counts the elements this thread (rank) reduces, around int32 sum.
-thread_local size_t t_reduced = 0;
-ReduceFn g_int32_sum = nullptr;
-void counting_sum(void* dst, const void* a, const void* b, size_t n) {
-  t_reduced += n;
-  g_int32_sum(dst, a, b, n);
-}
-
-}  // namespace
-
 TEST_CASE("hierarchical: a large node beside a small one reduces on all its ranks") {
   // 4 + 1 ranks: 4 blocks, one per rank of the large node, all four owned by the rank alone
   // on its node. Within the large node an owner reduces its block from 4 inputs (3 passes);
   // across, each pair allreduces one block (at most one more pass). So every rank of the
   // large node reduces between 3 and 4 quarters of the message, where one rank reducing
   // everything would reduce 3 wholes.
-  const std::vector<uint64_t> nodes = {0, 0, 1, 0, 0};
   const size_t count = 40000;
-  std::vector<size_t> reduced(nodes.size());
-  Reducer sum;
-  REQUIRE(make_reducer(COLLX_INT32, COLLX_SUM, &sum).ok());
-  g_int32_sum = sum.reduce;  // before the rank threads start
-  run_ranks(static_cast<int>(nodes.size()), {config_for("hierarchical", 4096)},
-            [&](int rank, std::vector<Comm*>& comms) {
-    Reducer red = sum;
-    red.reduce = counting_sum;
-    std::vector<int32_t> v(count), exp(count);
-    fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
-    fill_expected(COLLX_INT32, COLLX_SUM, static_cast<int>(nodes.size()), count, exp.data());
-    t_reduced = 0;
-    const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
-    if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str());
-    TCHECK(st.ok());
-    TCHECK(v == exp);
-    reduced[static_cast<size_t>(rank)] = t_reduced;
-  }, true, nodes);
+  const std::vector<size_t> reduced = hierarchical_int32_sum({0, 0, 1, 0, 0}, count).reduced;
   for (int r : {0, 1, 3, 4}) {
     INFO("rank " << r << " reduced " << reduced[static_cast<size_t>(r)]);
     CHECK(reduced[static_cast<size_t>(r)] >= 3 * count / 4);
@@ -378,21 +379,9 @@ TEST_CASE("hierarchical: beside a rank alone on its node, small messages cross t
   // 4 + 1 ranks (4 blocks; rank 2 alone owns all four). A message of at most 16 KiB takes one
   // block: only local rank 0 of each node (ranks 0 and 2) talk across, the whole message each
   // way; a larger one crosses in four blocks, rank 2 sending each to its owner.
-  const std::vector<uint64_t> nodes = {0, 0, 1, 0, 0};
-  const int p = static_cast<int>(nodes.size());
   for (size_t count : {size_t{1000}, size_t{40000}}) {
-    auto fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
-                             [&](int rank, std::vector<Comm*>& comms) {
-      Reducer red;
-      TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red).ok());
-      std::vector<int32_t> v(count), exp(count);
-      fill_input(COLLX_INT32, COLLX_SUM, rank, count, v.data());
-      fill_expected(COLLX_INT32, COLLX_SUM, p, count, exp.data());
-      const Status st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), count, red});
-      TCHECK(st.ok());
-      TCHECK(v == exp);
-    }, true, nodes);
-    const InprocFabric& f = *fabrics[0];
+    const HierarchicalRun run = hierarchical_int32_sum({0, 0, 1, 0, 0}, count);
+    const InprocFabric& f = *run.fabrics[0];
     INFO("count " << count);
     const bool small = count * 4 <= (16 << 10);
     const int local[] = {0, 1, -1, 2, 3};  // local ranks on node 0
