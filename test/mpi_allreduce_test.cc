@@ -58,17 +58,6 @@ struct Placement {
   bool hierarchical = false;
 };
 
-// Whether the job's own COLLX_ALLREDUCE_ALGO and COLLX_TUNE leave hierarchical in the table
-// (across nodes the library makes node segments, which must agree, only then).
-bool job_may_pick_hierarchical() {
-  const char* algo = std::getenv("COLLX_ALLREDUCE_ALGO");
-  const char* tune = std::getenv("COLLX_TUNE");
-  if (algo != nullptr && std::strcmp(algo, "auto") != 0) {
-    return std::strcmp(algo, "hierarchical") == 0;
-  }
-  return tune == nullptr || std::strstr(tune, "hierarchical") != nullptr;
-}
-
 Placement placement() {
   constexpr int kLen = 64;
   char mine[kLen] = {};
@@ -275,9 +264,9 @@ void bad_config() {
                std::strstr(collx_last_error(), "COLLX_RING_SEGMEN"),
            "unknown COLLX_ variable");
   }
-  // Settings that choose the collectives of a device call, and the shared segment's layout,
-  // must agree within a node. Rank 0 takes `value`, or `otherwise` where the job already set
-  // `value` for every rank.
+  // Settings that choose the steps of a collective (here those of a device call, and the
+  // shared segment's layout) must be alike on every rank, on one node or several. Rank 0
+  // takes `value`, or `otherwise` where the job already set `value` for every rank.
   struct Setting {
     const char* name;
     const char* value;
@@ -293,15 +282,9 @@ void bad_config() {
       ScopedEnv setting(s.name, g_rank == 0 ? rank0 : own);
       differ = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
     }
-    const Placement pl = placement();
-    if (!pl.one_node && !(pl.hierarchical && job_may_pick_hierarchical())) {  // no segments
-      expect(differ == COLLX_SUCCESS && collx_comm_destroy(c) == COLLX_SUCCESS,
-             n + " may differ across nodes");
-    } else {
-      expect(differ == COLLX_ERR_CONFIG && c == nullptr &&
-                 std::strstr(collx_last_error(), (n + " differs").c_str()) != nullptr,
-             n + " differing within a node is an error on every rank");
-    }
+    expect(differ == COLLX_ERR_CONFIG && c == nullptr &&
+               std::strstr(collx_last_error(), (n + " differs between rank 0").c_str()) != nullptr,
+           n + " differing is an error on every rank");
   }
 }
 

@@ -309,14 +309,17 @@ struct HierarchicalRun {
   std::vector<std::unique_ptr<InprocFabric>> fabrics;
   std::vector<size_t> reduced;
 };
-HierarchicalRun hierarchical_int32_sum(const std::vector<uint64_t>& nodes, size_t count) {
+HierarchicalRun hierarchical_int32_sum(const std::vector<uint64_t>& nodes, size_t count,
+                                       const std::string& tune_across = "") {
   const int p = static_cast<int>(nodes.size());
   Reducer sum;
   REQUIRE(make_reducer(COLLX_INT32, COLLX_SUM, &sum).ok());
   g_int32_sum = sum.reduce;  // before the rank threads start
   HierarchicalRun run;
   run.reduced.resize(nodes.size());
-  run.fabrics = run_ranks(p, {config_for("hierarchical", 4096)},
+  Config config = config_for("hierarchical", 4096);
+  config.tune_across = tune_across;
+  run.fabrics = run_ranks(p, {config},
                           [&](int rank, std::vector<Comm*>& comms) {
     Reducer red = sum;
     red.reduce = counting_sum;
@@ -392,6 +395,43 @@ TEST_CASE("hierarchical: beside a rank alone on its node, small messages cross t
       for (int e : {0, 1, 3, 4}) CHECK(f.bytes_sent(d, e) == 0);
     }
   }
+}
+
+TEST_CASE("hierarchical: COLLX_TUNE_ACROSS picks the step between nodes by its bytes") {
+  // 4 nodes of 2, 40000 int32: each block (80000 bytes) crosses the nodes by the algorithm
+  // the table gives for 80000 bytes. Recursive doubling sends the whole block in each of its
+  // 2 steps, the ring 2 (N-1)/N of it; the ranges around the block's size must not matter.
+  const std::vector<uint64_t> nodes = {0, 0, 1, 1, 2, 2, 3, 3};
+  const size_t count = 40000, block_bytes = count * 4 / 2;
+  const struct {
+    const char* tune;
+    size_t sent;  // by rank 0 across nodes
+  } cases[] = {{"", block_bytes * 3 / 2},  // the default for 4 nodes at 80000 B: rabenseifner
+               {"0-inf:recursive_doubling", 2 * block_bytes},
+               {"0-78K:recursive_doubling,78K-79K:rabenseifner,79K-inf:ring", block_bytes * 3 / 2},
+               {"0-78K:ring,78K-inf:recursive_doubling", 2 * block_bytes}};
+  for (const auto& c : cases) {
+    INFO("COLLX_TUNE_ACROSS=" << c.tune);
+    const HierarchicalRun run = hierarchical_int32_sum(nodes, count, c.tune);
+    size_t sent = 0;
+    for (int d = 2; d < 8; ++d) sent += run.fabrics[0]->bytes_sent(0, d);
+    CHECK(sent == c.sent);
+    CHECK(run.fabrics[0]->bytes_sent(0, 1) == 0);
+  }
+  // Anything but a point-to-point algorithm cannot run between nodes; a malformed table
+  // names the variable.
+  Config config = config_for("hierarchical");
+  for (const char* bad : {"0-inf:shm_two_shot", "0-inf:hierarchical", "0-1K:ring"}) {
+    config.tune_across = bad;
+    Selection sel;
+    const Status st = make_across_selection(config, 4, &sel);
+    CHECK(st.code() == COLLX_ERR_CONFIG);
+    CHECK(st.message().find("COLLX_TUNE_ACROSS") != std::string::npos);
+  }
+  config.tune_across = "0-1K:ring,1K-inf:rabenseifner";
+  Selection sel;
+  REQUIRE(make_across_selection(config, 4, &sel).ok());
+  CHECK(sel.to_string() == "0-1K:ring,1K-inf:rabenseifner");
 }
 
 TEST_CASE("results are reproducible from run to run") {

@@ -2,6 +2,9 @@
 // (core/bootstrap.h): the host-side logic behind concurrent communicator creation.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bootstrap.h"
@@ -57,7 +60,8 @@ std::vector<collx::BootHeader> headers(int size) {
   std::vector<collx::BootHeader> all(static_cast<size_t>(size));
   for (int i = 0; i < size; ++i) {
     all[i] = collx::BootHeader{collx::kBootMagic, i, size, static_cast<uint32_t>(10 + i), 64,
-                               1, 1000 + i, 0, static_cast<uint64_t>(5 + i)};
+                               1, 1000 + i, 0, static_cast<uint64_t>(5 + i), 0, 0,
+                               collx::shared_settings(collx::Config{})};
   }
   return all;
 }
@@ -93,4 +97,92 @@ TEST_CASE("bootstrap: a member whose process has no free id makes creation fail,
   CHECK(st.message().find("rank 1's process has no free communicator id") != std::string::npos);
   all[1].comm_id = CommIds::kNone + 1;  // beyond: malformed
   CHECK(collx::decode_boot_headers(all.data(), 0, 2, &a).code() == COLLX_ERR_MISMATCH);
+}
+
+TEST_CASE("bootstrap: a member whose creation failed before round 1 stops every rank, with its code") {
+  std::vector<collx::BootHeader> all = headers(3);
+  // What a rank with a malformed COLLX_* variable sends: no address, no id, its status.
+  all[2] = collx::BootHeader{};
+  all[2].magic = collx::kBootMagic;
+  all[2].rank = 2;
+  all[2].size = 3;
+  all[2].failed = COLLX_ERR_CONFIG;
+  collx::BootAgreement a;
+  for (int rank : {0, 1}) {
+    const collx::Status st = collx::decode_boot_headers(all.data(), rank, 3, &a);
+    CHECK(st.code() == COLLX_ERR_CONFIG);
+    CHECK(st.message().find("rank 2's collx_comm_create failed before it could take part") !=
+          std::string::npos);
+  }
+  all[2].failed = 12345;  // not a status: malformed
+  CHECK(collx::decode_boot_headers(all.data(), 0, 3, &a).code() == COLLX_ERR_MISMATCH);
+}
+
+TEST_CASE("bootstrap: settings that every rank must share are compared with rank 0's") {
+  collx::BootAgreement a;
+  const auto decode_all = [&](const std::vector<collx::BootHeader>& all) {
+    // Every rank decides alike on the same headers: all go on or all stop, with one message
+    // (but for the rank that reports it).
+    const collx::Status first = collx::decode_boot_headers(all.data(), 0, 3, &a);
+    for (int rank : {1, 2}) {
+      const collx::Status st = collx::decode_boot_headers(all.data(), rank, 3, &a);
+      CHECK(st.code() == first.code());
+      const auto tail = [](const std::string& m) { return m.substr(std::min(m.find(':'), m.size())); };
+      CHECK(tail(st.message()) == tail(first.message()));
+    }
+    return first;
+  };
+  collx::Config local;  // settings each rank may have its own of
+  local.timeout_s = 5;
+  local.spin = 0;
+  local.node = "elsewhere";
+  local.shm_stores = "cached";
+  local.async_min = 0;
+  local.profile_file = "/tmp/p.json";
+  local.mpi_verbose = true;
+  std::vector<collx::BootHeader> all = headers(3);
+  all[1].settings = collx::shared_settings(local);
+  CHECK(decode_all(all).ok());
+
+  collx::Config tuned;
+  tuned.tune = "0-inf:ring";
+  all[2].settings = collx::shared_settings(tuned);
+  collx::Status st = decode_all(all);
+  CHECK(st.code() == COLLX_ERR_CONFIG);
+  CHECK(st.message() ==
+        "rank 0: COLLX_TUNE differs between rank 0 and rank 2: set it alike on all ranks");
+
+  collx::Config chunk;
+  chunk.shm_chunk = 64 << 10;
+  all[2].settings = collx::shared_settings(chunk);
+  st = decode_all(all);
+  CHECK(st.code() == COLLX_ERR_CONFIG);
+  CHECK(st.message() == "rank 0: COLLX_SHM_CHUNK differs between rank 0 (262144) and rank 2 "
+                        "(65536): set it alike on all ranks");
+
+  // Every shared setting is compared: each one changed alone is found, by its name.
+  const std::vector<std::pair<const char*, void (*)(collx::Config&)>> changes = {
+      {"COLLX_ALLREDUCE_ALGO", [](collx::Config& c) { c.algo = "ring"; }},
+      {"COLLX_TUNE_ACROSS", [](collx::Config& c) { c.tune_across = "0-inf:ring"; }},
+      {"COLLX_RING_SEGMENT", [](collx::Config& c) { c.ring_segment = 4096; }},
+      {"COLLX_CHECK", [](collx::Config& c) { c.check = true; }},
+      {"COLLX_CMA_MIN", [](collx::Config& c) { c.cma_min = 0; }},
+      {"COLLX_SHM_AREAS", [](collx::Config& c) { c.shm_areas = 2; }},
+      {"COLLX_STAGING_CHUNK", [](collx::Config& c) { c.staging_chunk = 4096; }},
+      {"COLLX_CUDA", [](collx::Config& c) { c.cuda_ipc = false; }},
+      {"COLLX_CUDA_TWO_SHOT", [](collx::Config& c) { c.cuda_two_shot = 0; }},
+      {"COLLX_CUDA_IPC_MIN", [](collx::Config& c) { c.cuda_ipc_min = 0; }},
+      {"COLLX_CUDA_IPC_MIN_TIMESLICED", [](collx::Config& c) { c.cuda_ipc_min_timesliced = 0; }},
+      {"COLLX_CUDA_FLAGS_MAX", [](collx::Config& c) { c.cuda_flags_max = 0; }},
+      {"COLLX_PROFILE", [](collx::Config& c) { c.profile = true; }},
+  };
+  REQUIRE(changes.size() + 2 == collx::kSharedSettings);  // with COLLX_TUNE, COLLX_SHM_CHUNK
+  for (const auto& [name, change] : changes) {
+    collx::Config c;
+    change(c);
+    all[2].settings = collx::shared_settings(c);
+    st = decode_all(all);
+    CHECK(st.code() == COLLX_ERR_CONFIG);
+    CHECK(st.message().find(std::string(": ") + name + " differs") != std::string::npos);
+  }
 }

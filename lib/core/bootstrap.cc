@@ -7,14 +7,55 @@
 
 namespace collx {
 
+namespace {
+
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const uint8_t*>(data)[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t hash(const std::string& s) { return fnv1a(kFnvBasis, s.data(), s.size()); }
+
+// SharedSettings' entries: the variable and whether the value is a string's hash.
+struct SettingName {
+  const char* name;
+  bool hashed;
+};
+constexpr SettingName kSettingNames[kSharedSettings] = {
+    {"COLLX_ALLREDUCE_ALGO", true}, {"COLLX_TUNE", true},
+    {"COLLX_TUNE_ACROSS", true},    {"COLLX_RING_SEGMENT", false},
+    {"COLLX_CHECK", false},         {"COLLX_CMA_MIN", false},
+    {"COLLX_SHM_CHUNK", false},     {"COLLX_SHM_AREAS", false},
+    {"COLLX_STAGING_CHUNK", false}, {"COLLX_CUDA", false},
+    {"COLLX_CUDA_TWO_SHOT", false}, {"COLLX_CUDA_IPC_MIN", false},
+    {"COLLX_CUDA_IPC_MIN_TIMESLICED", false}, {"COLLX_CUDA_FLAGS_MAX", false},
+    {"COLLX_PROFILE", false}};
+
+}  // namespace
+
+SharedSettings shared_settings(const Config& c) {
+  return SharedSettings{{hash(c.algo), hash(c.tune), hash(c.tune_across), c.ring_segment,
+                         c.check, c.cma_min, c.shm_chunk, static_cast<uint64_t>(c.shm_areas),
+                         c.staging_chunk, c.cuda_ipc, c.cuda_two_shot, c.cuda_ipc_min,
+                         c.cuda_ipc_min_timesliced, c.cuda_flags_max, c.profile}};
+}
+
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out) {
   uint32_t comm_id = 0, max_len = 0;
-  uint64_t owner = 0xcbf29ce484222325ull;  // FNV-1a over every rank's (node, pid, creation)
-  const auto mix = [&owner](uint64_t v) {
-    for (int b = 0; b < 8; ++b) owner = (owner ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ull;
-  };
+  uint64_t owner = kFnvBasis;  // FNV-1a over every rank's (node, pid, creation)
+  const auto mix = [&owner](uint64_t v) { owner = fnv1a(owner, &v, sizeof v); };
   for (int i = 0; i < size; ++i) {
     const BootHeader& h = all[i];
+    if (h.magic == kBootMagic && h.rank == i && h.size == size && h.failed != 0) {
+      const bool known = h.failed < 0 && h.failed >= COLLX_ERR_INTERNAL;
+      return error(known ? static_cast<collx_status_t>(h.failed) : COLLX_ERR_MISMATCH,
+                   "rank %d: rank %d's collx_comm_create failed before it could take part (%s; "
+                   "its own error says why)",
+                   rank, i, known ? collx_strerror(static_cast<collx_status_t>(h.failed))
+                                  : "an unknown status");
+    }
     if (h.magic == kBootMagic && h.rank == i && h.size == size && h.comm_id == CommIds::kNone) {
       return error(COLLX_ERR_NO_MEMORY,
                    "rank %d: rank %d's process has no free communicator id (all %u are in use)",
@@ -33,6 +74,23 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
     mix(h.node);
     mix(static_cast<uint64_t>(h.pid));
     mix(h.creation);
+  }
+  for (int i = 1; i < size; ++i) {
+    for (int k = 0; k < kSharedSettings; ++k) {
+      const uint64_t first = all[0].settings.value[k], mine = all[i].settings.value[k];
+      if (mine == first) continue;
+      const SettingName& s = kSettingNames[k];
+      if (s.hashed) {
+        return error(COLLX_ERR_CONFIG,
+                     "rank %d: %s differs between rank 0 and rank %d: set it alike on all ranks",
+                     rank, s.name, i);
+      }
+      return error(COLLX_ERR_CONFIG,
+                   "rank %d: %s differs between rank 0 (%llu) and rank %d (%llu): set it alike "
+                   "on all ranks",
+                   rank, s.name, static_cast<unsigned long long>(first), i,
+                   static_cast<unsigned long long>(mine));
+    }
   }
   *out = BootAgreement{static_cast<uint16_t>(comm_id), max_len, owner};
   return Status();

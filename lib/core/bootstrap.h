@@ -8,12 +8,22 @@
 #include <vector>
 
 #include "api/status.h"
+#include "core/config.h"
 #include "transport/peer.h"
 
 namespace collx {
 
-constexpr uint64_t kBootMagic = 0x33544f4258434c43ull;  // "CLCXBOT3"
+constexpr uint64_t kBootMagic = 0x34544f4258434c43ull;  // "CLCXBOT4"
 constexpr uint32_t kMaxAddress = 1 << 16;
+
+// The settings every rank must share: a rank that differs would take other steps (another
+// algorithm, chunk or protocol) and its peers would wait for it until the deadline. Strings
+// travel as 64-bit hashes.
+constexpr int kSharedSettings = 15;
+struct SharedSettings {
+  uint64_t value[kSharedSettings];
+};
+SharedSettings shared_settings(const Config& c);
 
 struct BootHeader {
   uint64_t magic;
@@ -25,6 +35,11 @@ struct BootHeader {
   int64_t pid;
   uint64_t probe;     // address of 8 bytes holding kBootMagic, read by peers to test CMA
   uint64_t creation;  // Context::next_creation() of the sender's collx_comm_create call
+  // 0, or the status of the sender's collx_comm_create, which failed before round 1 (bad
+  // configuration, no collx_init) and joined it only to stop its peers too.
+  int32_t failed;
+  uint32_t reserved;  // 0
+  SharedSettings settings;
 };
 
 struct BootAgreement {
@@ -35,7 +50,9 @@ struct BootAgreement {
 
 // Checks the `size` headers gathered by rank `rank`: each must come from the rank of its slot,
 // agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id (a rank whose
-// process has no free id says so) and a pid.
+// process has no free id says so) and a pid; a rank that failed is an error of its code, and
+// settings that differ from rank 0's are COLLX_ERR_CONFIG naming the variable. Every rank
+// decides alike on the same headers, so all go on or all stop.
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
 
 // Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA

@@ -212,7 +212,8 @@ class Comm {
   // node where the ranks sit on several).
   Status setup_shm(const std::string& name, const Status& created, std::vector<int64_t> pids,
                    const NodeLayout& layout);
-  // The hierarchical allreduce's node channel over `shared` (this node's memory) and groups.
+  // The hierarchical allreduce's node channel over `shared` (this node's memory) and groups;
+  // across_table_ (made at creation: make_across_selection) picks their step between nodes.
   void set_nodes(const NodeLayout& layout, void* shared);
   void worker_main();
   // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to

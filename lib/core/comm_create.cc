@@ -46,7 +46,10 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   Selection sel;
   COLLX_TRY(make_selection(config, transport->size(), Locality{one_node, one_node, hierarchical},
                            &sel));
+  Selection across;
+  if (hierarchical) COLLX_TRY(make_across_selection(config, layout.nodes, &across));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
+  c->across_table_ = std::move(across);
   if (hierarchical) c->set_nodes(layout, shared);
   if (one_node) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
@@ -60,13 +63,25 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
 
 Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Context* ctx = Context::get();
-  if (ctx == nullptr) {
-    return error(COLLX_ERR_NOT_INITIALIZED, "collx_comm_create called before collx_init");
-  }
   Config config;
-  COLLX_TRY(load_config(&config));
+  const Status local = ctx == nullptr ? error(COLLX_ERR_NOT_INITIALIZED,
+                                              "collx_comm_create called before collx_init")
+                                      : load_config(&config);
+  std::vector<BootHeader> all(static_cast<size_t>(p.size));
+  if (!local.ok()) {
+    // Join round 1 all the same, saying so: the peers then stop too instead of waiting in the
+    // user's allgather for a round 2 that never comes.
+    BootHeader failed{};
+    failed.magic = kBootMagic;
+    failed.rank = p.rank;
+    failed.size = p.size;
+    failed.failed = local.code();
+    (void)oob_allgather(p, &failed, all.data(), sizeof failed, "communicator headers");
+    return local;
+  }
 
-  // Round 1: fixed-size headers (identity, node, proposed communicator id, address length).
+  // Round 1: fixed-size headers (identity, node, proposed communicator id, address length,
+  // the settings all ranks must share).
   // Round 2: flags, segment name and the worker address padded to the longest, per rank.
   // Both are repeated while some rank could not reserve the agreed id (core/comm_ids.h).
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
@@ -79,8 +94,10 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
                   my_node,
                   getpid(),
                   reinterpret_cast<uint64_t>(&g_cma_probe),
-                  ctx->next_creation()};
-  std::vector<BootHeader> all(static_cast<size_t>(p.size));
+                  ctx->next_creation(),
+                  0,
+                  0,
+                  shared_settings(config)};
   BootAgreement agreed;
   bool cma_ok = true, one_node = true, hierarchical = false, use_shm = false;
   NodeLayout layout;
@@ -167,12 +184,15 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
   Selection sel;
   st = make_selection(config, p.size, Locality{one_node, one_node && use_cma, hierarchical}, &sel);
+  Selection across;
+  if (st.ok() && hierarchical) st = make_across_selection(config, layout.nodes, &across);
   if (!st.ok()) return release_id(st);
   UcxTransport* t = nullptr;
   st = UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
                             use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t);
   if (!st.ok()) return release_id(st);
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
+  c->across_table_ = std::move(across);
   c->context_ = ctx;
   c->comm_id_ = comm_id;
   c->id_owner_ = agreed.owner;
@@ -213,38 +233,11 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
                             : ShmSegment::attach(name, bytes, &seg);
     segment_.reset(seg);
   }
-  // With the attach status, the settings that decide which collectives a call with device
-  // buffers runs (ranks that differ would wait for each other in different ones) and the
-  // segment's layout. Each value and its negation, so that one minimum gives both the
-  // smallest and the largest.
-  const auto clamp = [](size_t v) { return static_cast<int64_t>(std::min<size_t>(v, INT64_MAX)); };
-  constexpr int kSettings = 8;
-  const int64_t settings[kSettings] = {config_.cuda_ipc ? 1 : 0,
-                                       clamp(config_.cuda_two_shot),
-                                       clamp(config_.staging_chunk),
-                                       clamp(config_.cuda_ipc_min),
-                                       clamp(config_.cuda_ipc_min_timesliced),
-                                       clamp(config_.cuda_flags_max),
-                                       clamp(config_.shm_chunk),
-                                       config_.shm_areas};
-  int64_t v[1 + 2 * kSettings] = {attached.ok() ? 1 : 0};
-  for (int i = 0; i < kSettings; ++i) v[1 + i] = settings[i], v[1 + kSettings + i] = -settings[i];
-  COLLX_TRY(small_allreduce(v, 1 + 2 * kSettings, COLLX_MIN));
+  // Whether every rank attached (the settings they share were agreed in round 1).
+  int64_t v[1] = {attached.ok() ? 1 : 0};
+  COLLX_TRY(small_allreduce(v, 1, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
   if (segment_) segment_->unlink();
-  static const char* const kNames[kSettings] = {
-      "COLLX_CUDA",         "COLLX_CUDA_TWO_SHOT",           "COLLX_STAGING_CHUNK",
-      "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED", "COLLX_CUDA_FLAGS_MAX",
-      "COLLX_SHM_CHUNK",    "COLLX_SHM_AREAS"};
-  for (int i = 0; i < kSettings; ++i) {
-    if (v[1 + i] != -v[1 + kSettings + i]) {
-      return error(COLLX_ERR_CONFIG,
-                   "rank %d: %s differs between the ranks (from %lld to %lld): set it alike on "
-                   "all ranks",
-                   rank(), kNames[i], static_cast<long long>(v[1 + i]),
-                   static_cast<long long>(-v[1 + kSettings + i]));
-    }
-  }
   const int64_t ok = v[0];
   if (ok == 1 && layout.nodes > 1) {
     set_nodes(layout, segment_ ? segment_->base() : nullptr);
@@ -276,7 +269,6 @@ void Comm::set_nodes(const NodeLayout& layout, void* shared) {
                                              config_.shm_chunk, config_.shm_areas,
                                              std::vector<int64_t>{}, layout.local);
   }
-  across_table_ = default_selection(layout.nodes, Locality{});
   hier_ = Hierarchy{.node = node_shm_.get(),
                     .blocks = layout.blocks,
                     .even = layout.fewest == layout.most,

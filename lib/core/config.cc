@@ -22,11 +22,16 @@ const ConfigRow kRows[] = {
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
      "ring, shm_one_shot, shm_two_shot, shm_cma, hierarchical (the shm_* ones need all ranks "
      "on one node, shm_cma also that they may read each other's memory; hierarchical needs "
-     "them on several nodes, at least 2 on one of them)."},
+     "them on several nodes, at least 2 on one of them). Set it alike on all ranks."},
     {"COLLX_TUNE", "ranges", "",
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "
-     "must cover 0-inf without gaps or overlaps)."},
+     "must cover 0-inf without gaps or overlaps). Set it alike on all ranks."},
+    {"COLLX_TUNE_ACROSS", "ranges", "",
+     "Hierarchical allreduce: the selection of its step between nodes, by the bytes of that "
+     "step (one block of the message, about its size over the ranks per node), in "
+     "COLLX_TUNE's syntax with recursive_doubling, rabenseifner and ring (default: the across-nodes defaults for "
+     "the number of nodes). Set it alike on all ranks."},
     {"COLLX_RING_SEGMENT", "bytes", "256K",
      "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
      "that sends, receives and reductions overlap."},
@@ -182,6 +187,8 @@ Status load_config(Config* out, char** env) {
       c.algo = v;  // validated by the selection layer, which knows the names
     } else if (name == "COLLX_TUNE") {
       c.tune = v;
+    } else if (name == "COLLX_TUNE_ACROSS") {
+      c.tune_across = v;
     } else if (name == "COLLX_RING_SEGMENT") {
       if (!parse_bytes(v, &c.ring_segment) || c.ring_segment == 0) {
         return bad(row.name, v, "a positive size such as 65536 or 64K");

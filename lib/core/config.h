@@ -27,6 +27,7 @@ struct Config {
   double timeout_s = 300;
   std::string algo = "auto";
   std::string tune;
+  std::string tune_across;  // COLLX_TUNE_ACROSS: hierarchical's step between nodes
   size_t ring_segment = 0;
   int spin = 0;              // microseconds a wait busy-polls before yielding
   size_t async_min = 64 << 10;  // smaller non-blocking operations start when waited for

@@ -30,8 +30,8 @@ std::string all_names() {
   return s;
 }
 
-Status bad_token(std::string_view token, const char* why) {
-  return error(COLLX_ERR_CONFIG, "COLLX_TUNE: bad token '%.*s': %s", static_cast<int>(token.size()),
+Status bad_token(const char* var, std::string_view token, const char* why) {
+  return error(COLLX_ERR_CONFIG, "%s: bad token '%.*s': %s", var, static_cast<int>(token.size()),
                token.data(), why);
 }
 }  // namespace
@@ -60,9 +60,9 @@ std::string Selection::to_string() const {
   return s;
 }
 
-Status parse_tune(std::string_view s, Selection* out) {
+Status parse_tune(std::string_view s, Selection* out, const char* var) {
   Selection sel;
-  if (s.empty()) return bad_token(s, "empty string");
+  if (s.empty()) return bad_token(var, s, "empty string");
   size_t pos = 0;
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
@@ -72,19 +72,19 @@ Status parse_tune(std::string_view s, Selection* out) {
     const size_t colon = token.find(':');
     const size_t dash = token.find('-');
     if (colon == std::string_view::npos || dash == std::string_view::npos || dash > colon) {
-      return bad_token(token, "expected LO-HI:ALGORITHM");
+      return bad_token(var, token, "expected LO-HI:ALGORITHM");
     }
     SelectRange r{};
     const std::string_view lo = token.substr(0, dash), hi = token.substr(dash + 1, colon - dash - 1);
-    if (!parse_bytes(lo, &r.lo)) return bad_token(token, "bad lower bound");
+    if (!parse_bytes(lo, &r.lo)) return bad_token(var, token, "bad lower bound");
     if (hi == "inf") {
       r.hi = kInf;
     } else if (!parse_bytes(hi, &r.hi)) {
-      return bad_token(token, "bad upper bound (a size such as 512K, or inf)");
+      return bad_token(var, token, "bad upper bound (a size such as 512K, or inf)");
     }
-    if (r.hi <= r.lo) return bad_token(token, "empty range (upper bound not above lower bound)");
+    if (r.hi <= r.lo) return bad_token(var, token, "empty range (upper bound not above lower bound)");
     if (!algo_from_name(token.substr(colon + 1), &r.algo)) {
-      return bad_token(token, ("unknown algorithm (" + all_names() + ")").c_str());
+      return bad_token(var, token, ("unknown algorithm (" + all_names() + ")").c_str());
     }
     sel.ranges.push_back(r);
   }
@@ -93,15 +93,15 @@ Status parse_tune(std::string_view s, Selection* out) {
   size_t expect = 0;
   for (const SelectRange& r : sel.ranges) {
     const std::string tok = size_string(r.lo) + "-" + size_string(r.hi) + ":" + algo_name(r.algo);
-    if (r.lo < expect) return bad_token(tok, "overlaps the range before it");
+    if (r.lo < expect) return bad_token(var, tok, "overlaps the range before it");
     if (r.lo > expect) {
-      return error(COLLX_ERR_CONFIG, "COLLX_TUNE: missing range %s-%s before '%s'",
+      return error(COLLX_ERR_CONFIG, "%s: missing range %s-%s before '%s'", var,
                    size_string(expect).c_str(), size_string(r.lo).c_str(), tok.c_str());
     }
     expect = r.hi;
   }
   if (expect != kInf) {
-    return error(COLLX_ERR_CONFIG, "COLLX_TUNE: missing range %s-inf at the end",
+    return error(COLLX_ERR_CONFIG, "%s: missing range %s-inf at the end", var,
                  size_string(expect).c_str());
   }
   *out = std::move(sel);
@@ -177,6 +177,25 @@ Status make_selection(const Config& config, int comm_size, Locality where, Selec
                    "shm_cma needs the ranks to read each other's memory with process_vm_readv, "
                    "which this system does not allow them (ptrace restrictions such as "
                    "kernel.yama.ptrace_scope, or different users)");
+    }
+  }
+  *out = std::move(sel);
+  return Status();
+}
+
+Status make_across_selection(const Config& config, int nodes, Selection* out) {
+  Selection sel = default_selection(nodes, Locality{});
+  if (config.tune_across.empty()) {
+    *out = std::move(sel);
+    return Status();
+  }
+  COLLX_TRY(parse_tune(config.tune_across, &sel, "COLLX_TUNE_ACROSS"));
+  for (const SelectRange& r : sel.ranges) {
+    if (needs_shm(r.algo) || r.algo == Algo::kHierarchical) {
+      return error(COLLX_ERR_CONFIG,
+                   "COLLX_TUNE_ACROSS=%s: %s cannot run between nodes (recursive_doubling, "
+                   "rabenseifner or ring)",
+                   config.tune_across.c_str(), algo_name(r.algo));
     }
   }
   *out = std::move(sel);

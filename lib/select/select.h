@@ -69,8 +69,8 @@ struct Selection {
   std::string to_string() const;  // in COLLX_TUNE syntax
 };
 
-// Parses a COLLX_TUNE string; errors name the offending token.
-Status parse_tune(std::string_view s, Selection* out);
+// Parses a COLLX_TUNE string; errors name `var` and the offending token.
+Status parse_tune(std::string_view s, Selection* out, const char* var = "COLLX_TUNE");
 
 // The measured defaults for a communicator of `comm_size` ranks.
 Selection default_selection(int comm_size, Locality where);
@@ -79,5 +79,10 @@ Selection default_selection(int comm_size, Locality where);
 // that spans nodes, shm_cma where ranks cannot reach each other's memory, or hierarchical
 // where the ranks are not on several nodes with two on one, is COLLX_ERR_CONFIG.
 Status make_selection(const Config& config, int comm_size, Locality where, Selection* out);
+
+// The hierarchical allreduce's step between nodes, chosen by the bytes of that step: the
+// defaults for `nodes` ranks across nodes, or COLLX_TUNE_ACROSS (point-to-point algorithms
+// only; anything else is COLLX_ERR_CONFIG).
+Status make_across_selection(const Config& config, int nodes, Selection* out);
 
 }  // namespace collx
