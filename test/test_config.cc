@@ -134,8 +134,38 @@ TEST_CASE("tune strings: bad ones are errors naming the bad token") {
   }
 }
 
+TEST_CASE("selection: the ring only where its 2(p-1) steps fit below kMaxSteps") {
+  // 30721 ranks: 61440 steps, the most; one more rank and the ring would run out of tags.
+  Config c;
+  Selection s;
+  for (int p : {30721, 30722, 100000}) {
+    const bool fits = p == 30721;
+    INFO(p << " ranks");
+    const Selection d = default_selection(p, Locality{});
+    CHECK(d.uses(Algo::kRing) == fits);
+    CHECK(d.pick(size_t{1} << 30) == (fits ? Algo::kRing : Algo::kRabenseifner));
+    c.algo = "ring";
+    const Status st = make_selection(c, p, Locality{}, &s);
+    CHECK(st.ok() == fits);
+    if (!fits) {
+      CHECK(st.code() == COLLX_ERR_CONFIG);
+      CHECK(st.message().find("at most 30721 ranks") != std::string::npos);
+    }
+    c.algo = "auto";
+    c.tune = "0-1K:recursive_doubling,1K-inf:ring";
+    CHECK(make_selection(c, p, Locality{}, &s).ok() == fits);
+    c.tune = "";
+    // Between nodes (hierarchical's step): the same bound on the number of nodes.
+    c.tune_across = "0-inf:ring";
+    CHECK(make_across_selection(c, p, &s).ok() == fits);
+    c.tune_across = "";
+    REQUIRE(make_across_selection(c, p, &s).ok());
+    CHECK(s.uses(Algo::kRing) == fits);
+  }
+}
+
 TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
-  for (int p : {1, 2, 3, 4, 9, 1000})
+  for (int p : {1, 2, 3, 4, 9, 1000, 40000})
   for (Locality where : {Locality{true, true}, Locality{true, false}, Locality{},
                          Locality{false, false, true}}) {
     const Selection s = default_selection(p, where);

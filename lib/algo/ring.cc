@@ -12,7 +12,8 @@
 // (reduce-scatter steps, then allgather steps, segments in order). Segments grow beyond
 // a.segment_bytes where a block would need more than kMaxSteps / (2(p−1)) of them, so that
 // steps stay below kMaxSteps: were they to wrap, the allgather receives posted up front could
-// take a reduce-scatter message of the same tag.
+// take a reduce-scatter message of the same tag. With one segment per block that still needs
+// 2(p−1) ≤ kMaxSteps: the selection never gives the ring more than 30721 ranks (select.cc).
 #include "algo/algo.h"
 #include "algo/rank_math.h"
 

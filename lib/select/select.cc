@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "algo/algo.h"
+
 namespace collx {
 
 namespace {
@@ -34,6 +36,17 @@ Status bad_token(const char* var, std::string_view token, const char* why) {
   return error(COLLX_ERR_CONFIG, "%s: bad token '%.*s': %s", var, static_cast<int>(token.size()),
                token.data(), why);
 }
+// The ring sends 2(p-1) messages per rank at least, each with a step of its own below
+// kMaxSteps: beyond 30721 ranks it would run out of steps.
+bool ring_fits(int ranks) { return 2 * (static_cast<int64_t>(ranks) - 1) <= kMaxSteps; }
+
+Status ring_too_large(int ranks) {
+  return error(COLLX_ERR_CONFIG,
+               "ring cannot run on %d ranks: it needs 2(p-1) = %lld steps, more than its %u "
+               "(at most %u ranks)",
+               ranks, 2 * (static_cast<long long>(ranks) - 1), kMaxSteps, kMaxSteps / 2 + 1);
+}
+
 }  // namespace
 
 const char* algo_name(Algo a) {
@@ -138,10 +151,12 @@ Selection default_selection(int comm_size, Locality where) {
                   {32 << 10, 1 << 20, Algo::kRecursiveDoubling},
                   {1 << 20, 4 << 20, Algo::kRabenseifner},
                   {4 << 20, kInf, Algo::kRing}};
-  } else {
+  } else if (ring_fits(comm_size)) {
     sel.ranges = {{0, 8 << 10, Algo::kRecursiveDoubling},
                   {8 << 10, 1 << 20, Algo::kRabenseifner},
                   {1 << 20, kInf, Algo::kRing}};
+  } else {
+    sel.ranges = {{0, 8 << 10, Algo::kRecursiveDoubling}, {8 << 10, kInf, Algo::kRabenseifner}};
   }
   return sel;
 }
@@ -172,6 +187,7 @@ Status make_selection(const Config& config, int comm_size, Locality where, Selec
                    "with shared memory within each node (these %d ranks are not)",
                    comm_size);
     }
+    if (r.algo == Algo::kRing && !ring_fits(comm_size)) return ring_too_large(comm_size);
     if (r.algo == Algo::kShmCma && !where.peer_access) {
       return error(COLLX_ERR_CONFIG,
                    "shm_cma needs the ranks to read each other's memory with process_vm_readv, "
@@ -197,6 +213,7 @@ Status make_across_selection(const Config& config, int nodes, Selection* out) {
                    "rabenseifner or ring)",
                    config.tune_across.c_str(), algo_name(r.algo));
     }
+    if (r.algo == Algo::kRing && !ring_fits(nodes)) return ring_too_large(nodes);
   }
   *out = std::move(sel);
   return Status();
