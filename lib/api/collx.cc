@@ -123,24 +123,7 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
 
 extern "C" {
 
-const char* collx_strerror(collx_status_t status) {
-  switch (status) {
-    case COLLX_SUCCESS: return "success";
-    case COLLX_IN_PROGRESS: return "in progress";
-    case COLLX_ERR_INVALID_ARG: return "invalid argument";
-    case COLLX_ERR_UNSUPPORTED: return "unsupported";
-    case COLLX_ERR_NO_MEMORY: return "out of memory";
-    case COLLX_ERR_TRANSPORT: return "transport error";
-    case COLLX_ERR_PEER_FAILED: return "peer failed";
-    case COLLX_ERR_TIMEOUT: return "timed out";
-    case COLLX_ERR_MISMATCH: return "ranks disagree on the call";
-    case COLLX_ERR_NOT_INITIALIZED: return "not initialized";
-    case COLLX_ERR_CONFIG: return "bad configuration";
-    case COLLX_ERR_COMM_FAILED: return "communicator failed earlier";
-    case COLLX_ERR_INTERNAL: return "internal error";
-  }
-  return "unknown status";
-}
+const char* collx_strerror(collx_status_t status) { return collx::status_name(status); }
 
 const char* collx_version_string(void) {
   return "libcollx 0.1.0";

@@ -24,6 +24,25 @@ std::string format(const char* fmt, ...) {
   return s;
 }
 
+const char* status_name(collx_status_t status) {
+  switch (status) {
+    case COLLX_SUCCESS: return "success";
+    case COLLX_IN_PROGRESS: return "in progress";
+    case COLLX_ERR_INVALID_ARG: return "invalid argument";
+    case COLLX_ERR_UNSUPPORTED: return "unsupported";
+    case COLLX_ERR_NO_MEMORY: return "out of memory";
+    case COLLX_ERR_TRANSPORT: return "transport error";
+    case COLLX_ERR_PEER_FAILED: return "peer failed";
+    case COLLX_ERR_TIMEOUT: return "timed out";
+    case COLLX_ERR_MISMATCH: return "ranks disagree on the call";
+    case COLLX_ERR_NOT_INITIALIZED: return "not initialized";
+    case COLLX_ERR_CONFIG: return "bad configuration";
+    case COLLX_ERR_COMM_FAILED: return "communicator failed earlier";
+    case COLLX_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
 Status error(collx_status_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -27,6 +27,9 @@ class [[nodiscard]] Status {
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 Status error(collx_status_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// collx_strerror's text: "bad configuration", ...; "unknown status" for another value.
+const char* status_name(collx_status_t status);
+
 // Sets the calling thread's collx_last_error() text and returns the code.
 collx_status_t report(const Status& s);
 

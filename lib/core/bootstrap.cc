@@ -53,7 +53,7 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
       return error(known ? static_cast<collx_status_t>(h.failed) : COLLX_ERR_MISMATCH,
                    "rank %d: rank %d's collx_comm_create failed before it could take part (%s; "
                    "its own error says why)",
-                   rank, i, known ? collx_strerror(static_cast<collx_status_t>(h.failed))
+                   rank, i, known ? status_name(static_cast<collx_status_t>(h.failed))
                                   : "an unknown status");
     }
     if (h.magic == kBootMagic && h.rank == i && h.size == size && h.comm_id == CommIds::kNone) {
