@@ -1,6 +1,7 @@
 // collx_info: what this libcollx is and sees — version, build options, UCX version and
 // transports, hwloc topology, the selection table in force, the configuration table.
-//   collx_info [--ranks N] [--config] [--markdown-config]
+//   collx_info [--ranks N] [--nodes M] [--config] [--markdown-config]
+// (--nodes: the number of nodes for the hierarchical allreduce's step between them; default 2)
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
@@ -72,10 +73,12 @@ void print_config(bool markdown) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int ranks = 2;
+  int ranks = 2, nodes = 2;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) {
       ranks = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--nodes") && i + 1 < argc) {
+      nodes = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--config")) {
       print_config(false);
       return 0;
@@ -83,11 +86,13 @@ int main(int argc, char** argv) {
       print_config(true);
       return 0;
     } else {
-      std::fprintf(stderr, "usage: %s [--ranks N] [--config] [--markdown-config]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--ranks N] [--nodes M] [--config] [--markdown-config]\n",
+                   argv[0]);
       return 2;
     }
   }
   if (ranks < 1) ranks = 1;
+  if (nodes < 2) nodes = 2;
   unsigned maj, min, rel;
   ucp_get_version(&maj, &min, &rel);
   std::printf("libcollx %s\n", COLLX_VERSION);
@@ -116,9 +121,7 @@ int main(int argc, char** argv) {
     const char* label;
   } places[] = {{{true, true, false}, "all on one node"},
                 {{false, false, false}, "across nodes, one rank on each"},
-                {{false, false, true},
-                 "across nodes, at least 2 ranks on one; hierarchical's step between nodes "
-                 "takes the across-nodes defaults for the number of nodes"}};
+                {{false, false, true}, "across nodes, at least 2 ranks on one"}};
   if (!st.ok()) {
     std::printf("configuration: error: %s\n", st.message().c_str());
     return 1;
@@ -139,6 +142,10 @@ int main(int argc, char** argv) {
       std::printf("  %s\n", one.to_string().c_str());
     }
     std::printf("  as COLLX_TUNE: %s\n", sel.to_string().c_str());
+    if (!place.where.hierarchical) continue;
+    st = collx::make_across_selection(config, nodes, &sel);
+    std::printf("  hierarchical's step between %d nodes, by the bytes of one block: %s\n", nodes,
+                st.ok() ? sel.to_string().c_str() : ("error: " + st.message()).c_str());
   }
   std::printf("configuration (COLLX_*):\n");
   print_config(false);

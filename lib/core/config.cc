@@ -34,7 +34,7 @@ const ConfigRow kRows[] = {
      "the number of nodes). Set it alike on all ranks."},
     {"COLLX_RING_SEGMENT", "bytes", "256K",
      "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
-     "that sends, receives and reductions overlap."},
+     "that sends, receives and reductions overlap. Set it alike on all ranks."},
     {"COLLX_SPIN", "microseconds", "20",
      "How long a waiting rank busy-polls before it starts yielding its core between polls "
      "(0: yield at once, for more ranks than cores)."},
@@ -58,7 +58,8 @@ const ConfigRow kRows[] = {
      "the hostname and the kernel's boot id)."},
     {"COLLX_CMA_MIN", "bytes", "16K",
      "Messages of at least this size between ranks of one node are copied once, by the "
-     "receiver reading the sender's buffer (cross-memory attach), instead of through UCX."},
+     "receiver reading the sender's buffer (cross-memory attach), instead of through UCX. "
+     "Set it alike on all ranks."},
     {"COLLX_SHM_CHUNK", "bytes", "256K",
      "Shared-memory algorithms: bytes each rank moves through the segment per step. The "
      "segment holds COLLX_SHM_AREAS(p+1) such chunks; messages of any size stream through it. "
