@@ -24,13 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < ranks; ++i) {
     if (headers[i].magic == 0) headers[i].magic = collx::kBootMagic;
   }
-  collx::BootAgreement agreed;
-  if (!collx::decode_boot_headers(headers.data(), rank, ranks, &agreed).ok()) return 0;
+  // Every member decodes the same headers alike, whatever its rank: all go on with the same
+  // agreement, or all stop with the same status (a failed peer, settings that differ).
+  collx::BootAgreement agreed, other;
+  const collx::Status mine = collx::decode_boot_headers(headers.data(), rank, ranks, &agreed);
+  const collx::Status theirs =
+      collx::decode_boot_headers(headers.data(), (rank + 1) % ranks, ranks, &other);
+  if (mine.code() != theirs.code()) std::abort();
+  if (!mine.ok()) return 0;
   if (agreed.max_addr_len == 0 || agreed.max_addr_len > collx::kMaxAddress) std::abort();
-  // Every member decodes the same headers to the same agreement, whatever its rank.
-  collx::BootAgreement other;
-  if (!collx::decode_boot_headers(headers.data(), (rank + 1) % ranks, ranks, &other).ok() ||
-      other.comm_id != agreed.comm_id || other.owner != agreed.owner ||
+  if (other.comm_id != agreed.comm_id || other.owner != agreed.owner ||
       other.max_addr_len != agreed.max_addr_len) {
     std::abort();
   }
