@@ -66,7 +66,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->margin = std::atof(v);
     } else if (a == "-T" || a == "--op") {
       bool found = false;
-      const int n = a == "-T" ? static_cast<int>(COLLX_DTYPE_COUNT) : static_cast<int>(COLLX_OP_COUNT);
+      const int n =
+          a == "-T" ? static_cast<int>(COLLX_DTYPE_COUNT) : static_cast<int>(COLLX_OP_COUNT);
       for (int k = 0; k < n; ++k) {
         const char* name = a == "-T" ? collx_dtype_name(static_cast<collx_dtype_t>(k))
                                      : collx_op_name(static_cast<collx_op_t>(k));

@@ -99,7 +99,8 @@ TEST_CASE("bootstrap: a member whose process has no free id makes creation fail,
   CHECK(collx::decode_boot_headers(all.data(), 0, 2, &a).code() == COLLX_ERR_MISMATCH);
 }
 
-TEST_CASE("bootstrap: a member whose creation failed before round 1 stops every rank, with its code") {
+TEST_CASE("bootstrap: a member whose creation failed before round 1 stops every rank, with its "
+          "code") {
   std::vector<collx::BootHeader> all = headers(3);
   // What a rank with a malformed COLLX_* variable sends: no address, no id, its status.
   all[2] = collx::BootHeader{};
@@ -127,7 +128,9 @@ TEST_CASE("bootstrap: settings that every rank must share are compared with rank
     for (int rank : {1, 2}) {
       const collx::Status st = collx::decode_boot_headers(all.data(), rank, 3, &a);
       CHECK(st.code() == first.code());
-      const auto tail = [](const std::string& m) { return m.substr(std::min(m.find(':'), m.size())); };
+      const auto tail = [](const std::string& m) {
+        return m.substr(std::min(m.find(':'), m.size()));
+      };
       CHECK(tail(st.message()) == tail(first.message()));
     }
     return first;

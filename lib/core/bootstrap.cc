@@ -12,7 +12,8 @@ namespace {
 constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
 
 uint64_t fnv1a(uint64_t h, const void* data, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const uint8_t*>(data)[i]) * 0x100000001b3ull;
+  const auto* b = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
   return h;
 }
 

@@ -29,9 +29,10 @@ const ConfigRow kRows[] = {
      "must cover 0-inf without gaps or overlaps). Set it alike on all ranks."},
     {"COLLX_TUNE_ACROSS", "ranges", "",
      "Hierarchical allreduce: the selection of its step between nodes, by the bytes of that "
-     "step (one block of the message, about its size over the ranks per node), in "
-     "COLLX_TUNE's syntax with recursive_doubling, rabenseifner and ring (default: the across-nodes defaults for "
-     "the number of nodes). Set it alike on all ranks."},
+     "step (one block of the message, about its size over the ranks per node; for small "
+     "messages the whole message), in COLLX_TUNE's syntax with recursive_doubling, "
+     "rabenseifner and ring (default: the across-nodes defaults for the number of nodes). Set "
+     "it alike on all ranks."},
     {"COLLX_RING_SEGMENT", "bytes", "256K",
      "Pipeline segment of the ring algorithm: messages are cut into pieces of this size so "
      "that sends, receives and reductions overlap. Set it alike on all ranks."},

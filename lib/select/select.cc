@@ -95,7 +95,9 @@ Status parse_tune(std::string_view s, Selection* out, const char* var) {
     } else if (!parse_bytes(hi, &r.hi)) {
       return bad_token(var, token, "bad upper bound (a size such as 512K, or inf)");
     }
-    if (r.hi <= r.lo) return bad_token(var, token, "empty range (upper bound not above lower bound)");
+    if (r.hi <= r.lo) {
+      return bad_token(var, token, "empty range (upper bound not above lower bound)");
+    }
     if (!algo_from_name(token.substr(colon + 1), &r.algo)) {
       return bad_token(var, token, ("unknown algorithm (" + all_names() + ")").c_str());
     }
