@@ -49,26 +49,6 @@ struct Options {
   std::string algo;
 };
 
-bool parse_dtype(const char* s, collx_dtype_t* out) {
-  for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
-    if (!std::strcmp(s, collx_dtype_name(static_cast<collx_dtype_t>(d)))) {
-      *out = static_cast<collx_dtype_t>(d);
-      return true;
-    }
-  }
-  return false;
-}
-
-bool parse_op(const char* s, collx_op_t* out) {
-  for (int o = 0; o < COLLX_OP_COUNT; ++o) {
-    if (!std::strcmp(s, collx_op_name(static_cast<collx_op_t>(o)))) {
-      *out = static_cast<collx_op_t>(o);
-      return true;
-    }
-  }
-  return false;
-}
-
 void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
@@ -123,9 +103,9 @@ bool parse(int argc, char** argv, Options* o) {
     } else if (a == "-c") {
       o->validate = true;
     } else if (a == "-T" && has) {
-      if (!parse_dtype(argv[++i], &o->dtype)) return false;
+      if (!collx::test::parse_dtype(argv[++i], &o->dtype)) return false;
     } else if (a == "--op" && has) {
-      if (!parse_op(argv[++i], &o->op)) return false;
+      if (!collx::test::parse_op(argv[++i], &o->op)) return false;
     } else if (a == "--algo" && has) {
       o->algo = argv[++i];
     } else if (a == "--offset" && has) {

@@ -64,19 +64,10 @@ bool parse(int argc, char** argv, Options* o) {
       o->rounds = std::atoi(v);
     } else if (a == "--margin") {
       o->margin = std::atof(v);
-    } else if (a == "-T" || a == "--op") {
-      bool found = false;
-      const int n =
-          a == "-T" ? static_cast<int>(COLLX_DTYPE_COUNT) : static_cast<int>(COLLX_OP_COUNT);
-      for (int k = 0; k < n; ++k) {
-        const char* name = a == "-T" ? collx_dtype_name(static_cast<collx_dtype_t>(k))
-                                     : collx_op_name(static_cast<collx_op_t>(k));
-        if (std::strcmp(v, name) != 0) continue;
-        found = true;
-        if (a == "-T") o->dtype = static_cast<collx_dtype_t>(k);
-        else o->op = static_cast<collx_op_t>(k);
-      }
-      if (!found) return false;
+    } else if (a == "-T") {
+      if (!collx::test::parse_dtype(v, &o->dtype)) return false;
+    } else if (a == "--op") {
+      if (!collx::test::parse_op(v, &o->op)) return false;
     } else {
       return false;
     }
