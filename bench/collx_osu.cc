@@ -29,9 +29,12 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "bench_util.h"
 #include "common/pattern.h"
 
 namespace {
+
+using collx::bench::median;
 
 struct Options {
   size_t min_size = 4, max_size = 1 << 20;
@@ -103,9 +106,9 @@ bool parse(int argc, char** argv, Options* o) {
     } else if (a == "-c") {
       o->validate = true;
     } else if (a == "-T" && has) {
-      if (!collx::test::parse_dtype(argv[++i], &o->dtype)) return false;
+      if (!collx::bench::parse_dtype(argv[++i], &o->dtype)) return false;
     } else if (a == "--op" && has) {
-      if (!collx::test::parse_op(argv[++i], &o->op)) return false;
+      if (!collx::bench::parse_op(argv[++i], &o->op)) return false;
     } else if (a == "--algo" && has) {
       o->algo = argv[++i];
     } else if (a == "--offset" && has) {
@@ -163,11 +166,6 @@ MPI_Op mpi_op(collx_op_t op) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Busy (OSU's dummy computation), or asleep, for `us` microseconds without calling MPI or
 // libcollx. Returns the time it took, in microseconds.

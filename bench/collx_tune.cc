@@ -28,6 +28,7 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "bench_util.h"
 #include "common/pattern.h"
 
 namespace {
@@ -65,9 +66,9 @@ bool parse(int argc, char** argv, Options* o) {
     } else if (a == "--margin") {
       o->margin = std::atof(v);
     } else if (a == "-T") {
-      if (!collx::test::parse_dtype(v, &o->dtype)) return false;
+      if (!collx::bench::parse_dtype(v, &o->dtype)) return false;
     } else if (a == "--op") {
-      if (!collx::test::parse_op(v, &o->op)) return false;
+      if (!collx::bench::parse_op(v, &o->op)) return false;
     } else {
       return false;
     }
@@ -113,9 +114,6 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  collx_status_t st = collx_init();
-  if (st != COLLX_SUCCESS) fail("collx_init", st);
-
   const char* job_algo = std::getenv("COLLX_ALLREDUCE_ALGO");
   if (job_algo != nullptr && std::strcmp(job_algo, "auto") != 0) {
     if (rank == 0) {
@@ -125,6 +123,8 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
+  collx_status_t st = collx_init();
+  if (st != COLLX_SUCCESS) fail("collx_init", st);
   // The communicators: the table in force, then every algorithm that can run here.
   std::vector<Candidate> cands(1, Candidate{"current", nullptr});
   st = collx_comm_create_mpi(MPI_COMM_WORLD, &cands[0].comm);
@@ -187,10 +187,7 @@ int main(int argc, char** argv) {
       }
     }
     std::vector<double> mine(cands.size()), slowest(cands.size());
-    for (size_t i = 0; i < cands.size(); ++i) {
-      std::sort(rounds[i].begin(), rounds[i].end());
-      mine[i] = rounds[i][rounds[i].size() / 2];
-    }
+    for (size_t i = 0; i < cands.size(); ++i) mine[i] = collx::bench::median(rounds[i]);
     MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
     // The current table's pick stays unless an algorithm beats it by more than the margin.
@@ -214,18 +211,14 @@ int main(int argc, char** argv) {
     if (size > o.max_size / 2) break;  // no overflow past max
   }
 
-  // The table: each measured size decides up to the next.
-  std::string tune;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i + 1 < sizes.size() && chosen[i + 1] == chosen[i]) continue;
-    size_t start = i;
-    while (start > 0 && chosen[start - 1] == chosen[i]) --start;
-    if (!tune.empty()) tune += ",";
-    tune += start == 0 ? "0" : size_string(sizes[start]);
-    tune += "-";
-    tune += i + 1 < sizes.size() ? size_string(sizes[i + 1]) : "inf";
-    tune += ":" + chosen[i];
+  // The table: each measured size decides up to the next; a range ends where the choice changes.
+  std::string tune = "0-";
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    if (chosen[i] == chosen[i - 1]) continue;
+    const std::string at = size_string(sizes[i]);
+    tune += at + ":" + chosen[i - 1] + "," + at + "-";
   }
+  if (!chosen.empty()) tune += "inf:" + chosen.back();
   for (const Candidate& c : cands) {
     st = collx_comm_destroy(c.comm);
     if (st != COLLX_SUCCESS) fail("collx_comm_destroy", st);

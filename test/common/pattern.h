@@ -33,27 +33,6 @@ double to_double(T v) {
   else return static_cast<double>(v);
 }
 
-// A dtype or op by its libcollx name ("float32", "sum"); false for an unknown name.
-inline bool parse_dtype(const char* s, collx_dtype_t* out) {
-  for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
-    if (!std::strcmp(s, collx_dtype_name(static_cast<collx_dtype_t>(d)))) {
-      *out = static_cast<collx_dtype_t>(d);
-      return true;
-    }
-  }
-  return false;
-}
-
-inline bool parse_op(const char* s, collx_op_t* out) {
-  for (int o = 0; o < COLLX_OP_COUNT; ++o) {
-    if (!std::strcmp(s, collx_op_name(static_cast<collx_op_t>(o)))) {
-      *out = static_cast<collx_op_t>(o);
-      return true;
-    }
-  }
-  return false;
-}
-
 inline bool op_valid(collx_dtype_t d, collx_op_t op) {
   const bool is_float = d == COLLX_FLOAT16 || d == COLLX_BFLOAT16 || d == COLLX_FLOAT32 ||
                         d == COLLX_FLOAT64;

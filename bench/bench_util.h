@@ -1,0 +1,40 @@
+// Helpers of the MPI benchmarks (collx_osu, collx_tune): names on the command line, medians.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "collx/collx.h"
+
+namespace collx::bench {
+
+// A dtype or op by its libcollx name ("float32", "sum"); false for an unknown name.
+inline bool parse_dtype(const char* s, collx_dtype_t* out) {
+  for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
+    if (!std::strcmp(s, collx_dtype_name(static_cast<collx_dtype_t>(d)))) {
+      *out = static_cast<collx_dtype_t>(d);
+      return true;
+    }
+  }
+  return false;
+}
+
+inline bool parse_op(const char* s, collx_op_t* out) {
+  for (int o = 0; o < COLLX_OP_COUNT; ++o) {
+    if (!std::strcmp(s, collx_op_name(static_cast<collx_op_t>(o)))) {
+      *out = static_cast<collx_op_t>(o);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The median of `v` (the mean of the middle two for an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace collx::bench
