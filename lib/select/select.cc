@@ -203,11 +203,9 @@ Status make_selection(const Config& config, int comm_size, Locality where, Selec
 
 Status make_across_selection(const Config& config, int nodes, Selection* out) {
   Selection sel = default_selection(nodes, Locality{});
-  if (config.tune_across.empty()) {
-    *out = std::move(sel);
-    return Status();
+  if (!config.tune_across.empty()) {
+    COLLX_TRY(parse_tune(config.tune_across, &sel, "COLLX_TUNE_ACROSS"));
   }
-  COLLX_TRY(parse_tune(config.tune_across, &sel, "COLLX_TUNE_ACROSS"));
   for (const SelectRange& r : sel.ranges) {
     if (needs_shm(r.algo) || r.algo == Algo::kHierarchical) {
       return error(COLLX_ERR_CONFIG,
