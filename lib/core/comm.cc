@@ -1,14 +1,12 @@
-// Comm: running collectives on host buffers (blocking, non-blocking through one worker
-// thread, COLLX_CHECK, the profiler) and the communicator's lifetime after creation.
-// Creation is in comm_create.cc, the device-buffer calls in comm_device.cc.
+// Comm: running blocking collectives on host buffers (COLLX_CHECK, the profiler) and the
+// communicator's lifetime after creation. Creation is in comm_create.cc, the non-blocking
+// operations in comm_async.cc, the device-buffer calls in comm_device.cc.
 #include "core/comm.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <system_error>
 
 #include "core/context.h"
 #include "memory/cuda_driver.h"
@@ -272,223 +270,11 @@ Status Comm::shutdown() {
   return st.ok() ? barrier : st;
 }
 
-template <typename Finished>
-void Comm::help(OpQueue& q, Finished finished) {
-  std::unique_lock<std::mutex> lk(q.mu);
-  while (!finished()) {
-    if (!q.running && !q.waiting.empty()) {
-      Request* next = q.waiting.front();  // its communicator lives: `next` is pending
-      q.waiting.pop_front();
-      q.running = true;
-      lk.unlock();
-      next->comm->run(next);
-      lk.lock();
-      continue;
-    }
-    // Another thread runs an operation. A small one ends sooner than a sleeping thread wakes
-    // up: poll for a while first, then sleep until it completes; with a hook, waking once per
-    // kCheckEvery to run the caller's own progress, as a wait in the transport does.
-    const uint64_t seen = q.completed.load(std::memory_order_relaxed);
-    auto changed = [&] { return q.completed.load(std::memory_order_acquire) != seen; };
-    lk.unlock();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(q.spin_us);
-    for (uint32_t polls = 1; !changed(); ++polls) {
-      if (polls % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
-    }
-    lk.lock();
-    if (!has_outer_progress()) {
-      q.changed.wait(lk, changed);
-      continue;
-    }
-    while (!q.changed.wait_for(lk, kCheckEvery, changed)) {
-      lk.unlock();
-      outer_progress();
-      lk.lock();
-    }
-  }
-}
-
-void Comm::wait(Request* r) {
-  if (r->done.load(std::memory_order_acquire)) return;
-  const std::shared_ptr<OpQueue> q = r->queue;  // outlives the communicator if need be
-  help(*q, [&] { return r->done.load(std::memory_order_relaxed); });
-}
-
-void Comm::drain() {
-  if (ops_->pending.load(std::memory_order_acquire) == 0) return;
-  help(*ops_, [&] { return ops_->pending.load(std::memory_order_relaxed) == 0; });
-}
-
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
   if (profile_) [[unlikely]]
     return execute_profiled(op);
   return execute(op);
-}
-
-Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
-  auto* req = new (std::nothrow) Request();
-  if (req == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory posting an iallreduce");
-  req->op = op;
-  req->comm = this;
-  req->queue = ops_;
-  OpQueue& q = *ops_;
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> g(q.mu);
-    if (!worker_.joinable()) {
-      try {
-        worker_ = std::thread(&Comm::worker_main, this);
-      } catch (const std::system_error& e) {
-        delete req;
-        return error(COLLX_ERR_INTERNAL, "cannot start the communicator's thread: %s", e.what());
-      }
-    }
-    req->number = ++q.posted;
-    req->deferred = op.count * op.red.elem_size < q.async_min;
-    if (!req->deferred) q.due = q.posted;
-    // A deferred operation needs the worker watching; one that is due, the worker now.
-    wake = q.due == q.posted || !q.watching;
-    q.waiting.push_back(req);
-    q.pending.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (wake) q.work.notify_one();
-  *out = req;
-  return Status();
-}
-
-void Comm::nudge(Request* r) {
-  const std::shared_ptr<OpQueue> q = r->queue;
-  std::unique_lock<std::mutex> lk(q->mu);
-  if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
-  Comm* c = r->comm;  // lives while r is not done
-  if (!c->can_tell_started()) {  // the worker starts it now
-    q->due = r->number;
-    lk.unlock();
-    q->work.notify_one();
-    return;
-  }
-  c->tested_ = true;
-  c->say_started(r->number);
-  while (!r->done.load(std::memory_order_relaxed) && !q->running && !q->waiting.empty() &&
-         c->peers_started(q->waiting.front()->number)) {
-    Request* next = q->waiting.front();
-    q->waiting.pop_front();
-    q->running = true;
-    ++q->run_by_tests;
-    lk.unlock();
-    c->run(next);
-    if (next == r) return;  // (then c may be gone)
-    lk.lock();
-  }
-  if (r->done.load(std::memory_order_relaxed) || q->asked >= r->number) return;
-  q->asked = r->number;
-  q->asked_at = Clock::now() + q->grace;
-  if (q->asked_at >= q->wake_at) return;  // the worker wakes up before the grace period ends
-  lk.unlock();
-  q->work.notify_one();  // to wake up when it ends
-}
-
-void Comm::start_announcing() {
-  if (shm_ == nullptr && size() > 1 && size() <= kAnnounceMaxRanks) {
-    announce_ = transport_->start_announcing(id_owner_);
-  }
-}
-
-uint64_t Comm::ops_run_by_tests() const {
-  std::lock_guard<std::mutex> g(ops_->mu);
-  return ops_->run_by_tests;
-}
-
-void Comm::say_started(uint64_t number) {
-  if (announce_) transport_->announce(number);
-  if (shm_ == nullptr) return;
-  std::atomic<uint64_t>& mine = shm_->started(rank()).epoch;
-  uint64_t seen = mine.load(std::memory_order_relaxed);
-  while (seen < number && !mine.compare_exchange_weak(seen, number, std::memory_order_release,
-                                                      std::memory_order_relaxed)) {
-  }
-}
-
-bool Comm::peers_started(uint64_t number) const {
-  if (announce_) return transport_->announced(true, nullptr) >= number;
-  for (int q = 0; q < size(); ++q) {
-    if (shm_->started(q).epoch.load(std::memory_order_acquire) < number) return false;
-  }
-  return true;
-}
-
-void Comm::run(Request* r) {
-  if (announce_) {
-    // Takes in what the peers said (it would pile up), and tells them, so that a test of
-    // theirs may run it at once. Telling costs p - 1 messages: not for an operation that was
-    // due when posted (every rank's worker starts it at once, no test waits for word of it),
-    // nor while no rank ever tested.
-    std::lock_guard<std::mutex> g(ops_->mu);
-    uint64_t most = 0;
-    transport_->announced(false, &most);
-    if (r->deferred && (tested_ || most != 0)) say_started(r->number);
-  } else {
-    say_started(r->number);  // a peer's test may run it at once
-  }
-  Status st = profile_ ? execute_profiled(r->op) : execute(r->op);
-  OpQueue& q = *ops_;
-  std::lock_guard<std::mutex> g(q.mu);
-  r->result = std::move(st);
-  r->done.store(true, std::memory_order_release);
-  q.running = false;
-  q.pending.fetch_sub(1, std::memory_order_release);
-  q.completed.fetch_add(1, std::memory_order_release);
-  q.changed.notify_all();
-  // The worker takes the next operation only once it is due; until then, waking it is wasted.
-  if (!q.waiting.empty() && q.waiting.front()->number <= q.due) q.work.notify_one();
-}
-
-// The worker runs the operations that are due. While deferred operations may be posted it
-// watches: it wakes every watch period (1 ms), and the operations posted before one period
-// are due after it, so each starts within two periods even if no thread ever waits for it.
-// An operation that a test asked for is due at the end of its grace period (nudge), for
-// which the worker sets its alarm instead. After kIdleWatches periods with nothing posted it
-// sleeps until the next post wakes it.
-void Comm::worker_main() {
-  constexpr int kIdleWatches = 100;
-  OpQueue& q = *ops_;
-  std::unique_lock<std::mutex> lk(q.mu);
-  int idle = 0;
-  while (!q.stop) {  // stop comes after drain(): nothing is posted then
-    if (q.asked > q.due && Clock::now() >= q.asked_at) q.due = q.asked;
-    if (!q.running && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
-      Request* next = q.waiting.front();
-      q.waiting.pop_front();
-      q.running = true;
-      lk.unlock();
-      run(next);
-      lk.lock();
-      idle = 0;
-      continue;
-    }
-    if (q.waiting.empty() && idle >= kIdleWatches) {
-      q.watching = false;
-      q.work.wait(lk);
-      idle = 0;
-      continue;
-    }
-    q.watching = true;
-    if (q.asked > q.due) {  // a test's grace period
-      q.wake_at = q.asked_at;
-      q.work.wait_until(lk, q.asked_at);
-      q.wake_at = Clock::time_point::max();
-      continue;
-    }
-    const uint64_t before = q.posted;
-    q.wake_at = Clock::now() + q.watch;
-    const std::cv_status woke = q.work.wait_until(lk, q.wake_at);
-    q.wake_at = Clock::time_point::max();
-    if (woke == std::cv_status::timeout) {
-      q.due = std::max(q.due, before);
-      idle = q.posted == before && q.waiting.empty() ? idle + 1 : 0;
-    }
-  }
 }
 
 }  // namespace collx

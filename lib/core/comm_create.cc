@@ -1,6 +1,7 @@
 // How a communicator comes to be: the out-of-band bootstrap (identities, node, worker
 // addresses), the UCX transport and its wireup, and on one node the shared-memory segment
-// with the settings every rank must share. Running collectives is in comm.cc.
+// with the settings every rank must share. Running collectives is in comm.cc
+// (blocking) and comm_async.cc (non-blocking).
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Comm's device-buffer calls: the one kernel (cuda/flags.h) for small messages, CUDA IPC
 // (algo/cuda_ipc.cc) where every rank of the node can take part, host staging
-// (memory/staging.h) elsewhere. The host calls are in comm.cc, creation in comm_create.cc.
+// (memory/staging.h) elsewhere. The host calls are in comm.cc and comm_async.cc, creation in
+// comm_create.cc.
 #include <algorithm>
 #include <memory>
 

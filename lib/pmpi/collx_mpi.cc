@@ -17,15 +17,12 @@
 // buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
 //
 // MPI_Iallreduce: a served call is a collx_iallreduce behind an MPICH generalized request
-// (MPIX_Grequest_start), so every MPI completion call accepts it, mixed with MPI's own
-// requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
-// operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
-// poll_fn (collx_test, which waits for no rank to call in). MPICH's MPI_Wait would only
-// poll, so MPI_Wait is intercepted too (the C one, and mpi_f08's, which calls PMPI_Wait
+// (requests.cc), so every MPI completion call accepts it. MPICH's MPI_Wait would only poll
+// it, so MPI_Wait is intercepted too (the C one, and mpi_f08's, which calls PMPI_Wait
 // itself): for a request of ours it calls collx_wait first. The first call on a communicator
 // without a libcollx communicator creates one, which blocks until every member makes that
 // call (as the first MPI_Allreduce does). Passed-through calls go to PMPI_Iallreduce as they
-// are (device buffers included).
+// are (device buffers included). The datatypes and ops served are in types.cc.
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
 // communicator is created by whichever thread first reduces on it, possibly while other
@@ -37,19 +34,21 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
-#include "collx/collx.h"
 #include "collx/collx_mpi.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "memory/cuda_driver.h"
 #include "memory/host_mirror.h"
-#include "transport/transport.h"
+#include "pmpi/preload.h"
+
+namespace collx_mpi {
+
+const char* const kFnNames[kFnCount] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c",
+                                        "MPI_Iallreduce_c"};
 
 namespace {
 
@@ -69,31 +68,11 @@ const char* const kReasonNames[] = {"served by libcollx", "invalid arguments", "
                                     "intercommunicator", "datatype", "op",
                                     "communicator unusable"};
 
-// The functions the preload serves. A large-count one (_c) takes an MPI_Count, and passes
-// through to its own PMPI twin.
-enum Fn { kAllreduce, kIallreduce, kAllreduceC, kIallreduceC, kFnCount };
-const char* const kFnNames[] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c",
-                                "MPI_Iallreduce_c"};
-
 // The statistics of one function (COLLX_MPI_VERBOSE). Atomic: under MPI_THREAD_MULTIPLE
 // calls come from several threads at once.
 struct Counts {
   std::atomic<long long> calls[kReasonCount] = {};
   std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
-};
-
-// How a served MPI_Iallreduce's operation ended (COLLX_MPI_VERBOSE): through collx_wait in
-// the intercepted MPI_Wait (C, or mpi_f08's), in the generalized request's wait_fn
-// (MPI_Waitall), through collx_test in its poll_fn (MPI_Test*, MPI_Waitany, MPI_Waitsome), or
-// after the program freed its request.
-enum Ending { kByWait, kByWaitFn, kByPoll, kByOrphan, kEndingCount };
-
-// One served MPI_Iallreduce, the extra state of its generalized request.
-struct Pending {
-  collx_request_t request = nullptr;  // null once the operation completed
-  MPI_Request mpi = MPI_REQUEST_NULL;  // the generalized request
-  int error = MPI_SUCCESS;             // what MPI's completion call reports
-  Fn fn = kIallreduce;                 // which function posted it (for the statistics)
 };
 
 struct State {
@@ -104,17 +83,8 @@ struct State {
   int keyval = MPI_KEYVAL_INVALID;
   Counts counts[kFnCount];
   std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
-  std::atomic<long long> endings[kEndingCount] = {};  // served MPI_Iallreduce operations
   std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
   std::vector<MPI_Comm> comms;       // those with a Cached attribute
-  // Served MPI_Iallreduce operations not completed yet: by generalized request (for
-  // MPI_Wait), and those whose request the program freed (MPI_Request_free) before they
-  // completed, which nothing in MPI will poll again.
-  std::mutex pending_mutex;
-  std::unordered_map<MPI_Request, Pending*> pending;
-  std::vector<Pending*> orphans;
-  std::atomic<int> pending_count{0};  // pending.size(): MPI_Wait's check without the lock
-  std::atomic<bool> any_orphans{false};  // !orphans.empty(): MPI_Iallreduce's, likewise
 };
 State g;
 
@@ -145,100 +115,6 @@ Cached* cached_on(MPI_Comm comm) {
   int found = 0;
   PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
   return found ? static_cast<Cached*>(value) : nullptr;
-}
-
-// The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
-// point, byte and multi-language types that libcollx has), by kind. Their libcollx type follows
-// from kind and size, which start() reads from the MPI library (MPI_INTEGER, MPI_LONG, ... have
-// the sizes that library was built with). The most used come first: classify scans the list.
-enum Kind { kSigned, kUnsigned, kFloat, kByte };  // kByte: MPI_BYTE, bitwise ops only
-struct TypeKind {
-  MPI_Datatype mpi;
-  Kind kind;
-};
-const TypeKind kTypes[] = {
-    {MPI_FLOAT, kFloat},           {MPI_DOUBLE, kFloat},           {MPI_INT, kSigned},
-    {MPI_LONG, kSigned},           {MPI_LONG_LONG, kSigned},       {MPI_UNSIGNED, kUnsigned},
-    {MPI_UNSIGNED_LONG, kUnsigned}, {MPI_UNSIGNED_LONG_LONG, kUnsigned},
-    // (MPICH's char is signed: MPI_CHAR with MPI_SUM wraps like signed char there.)
-    {MPI_CHAR, kSigned},           {MPI_SIGNED_CHAR, kSigned},     {MPI_UNSIGNED_CHAR, kUnsigned},
-    {MPI_SHORT, kSigned},          {MPI_UNSIGNED_SHORT, kUnsigned},
-    {MPI_INT8_T, kSigned},         {MPI_UINT8_T, kUnsigned},       {MPI_INT16_T, kSigned},
-    {MPI_UINT16_T, kUnsigned},     {MPI_INT32_T, kSigned},         {MPI_UINT32_T, kUnsigned},
-    {MPI_INT64_T, kSigned},        {MPI_UINT64_T, kUnsigned},
-    // Fortran's, usable from C too.
-    {MPI_REAL, kFloat},            {MPI_DOUBLE_PRECISION, kFloat}, {MPI_INTEGER, kSigned},
-    {MPI_REAL4, kFloat},           {MPI_REAL8, kFloat},            {MPI_INTEGER1, kSigned},
-    {MPI_INTEGER2, kSigned},       {MPI_INTEGER4, kSigned},        {MPI_INTEGER8, kSigned},
-    {MPI_AINT, kSigned},           {MPI_OFFSET, kSigned},          {MPI_COUNT, kSigned},
-    {MPI_BYTE, kByte},
-};
-constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
-
-// What start() found for kTypes[i]: its libcollx type, or served[i] false (a size libcollx
-// has no type for, or a type this MPI library does not have).
-struct TypeTable {
-  bool served[kTypeCount] = {};
-  collx_dtype_t dtype[kTypeCount] = {};
-};
-TypeTable g_types;
-
-// The libcollx type of a `kind` of `size` bytes; false if libcollx has none (MPI_REAL16).
-bool dtype_of(Kind kind, int size, collx_dtype_t* d) {
-  static const collx_dtype_t kSignedBySize[] = {COLLX_INT8, COLLX_INT16, COLLX_INT32, COLLX_INT64};
-  static const collx_dtype_t kUnsignedBySize[] = {COLLX_UINT8, COLLX_UINT16, COLLX_UINT32,
-                                                  COLLX_UINT64};
-  switch (kind) {
-    case kFloat:
-      *d = size == 4 ? COLLX_FLOAT32 : COLLX_FLOAT64;
-      return size == 4 || size == 8;
-    case kByte:
-      *d = COLLX_UINT8;
-      return size == 1;
-    default:
-      for (int i = 0; i < 4; ++i) {
-        if (size == 1 << i) {
-          *d = kind == kSigned ? kSignedBySize[i] : kUnsignedBySize[i];
-          return true;
-        }
-      }
-      return false;
-  }
-}
-
-void load_types() {
-  for (int i = 0; i < kTypeCount; ++i) {
-    int size = 0;
-    g_types.served[i] = kTypes[i].mpi != MPI_DATATYPE_NULL &&
-                        PMPI_Type_size(kTypes[i].mpi, &size) == MPI_SUCCESS &&
-                        dtype_of(kTypes[i].kind, size, &g_types.dtype[i]);
-  }
-}
-
-// The libcollx type and kind of `t`, if the preload serves it.
-bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind) {
-  for (int i = 0; i < kTypeCount; ++i) {
-    if (kTypes[i].mpi == t) {
-      *d = g_types.dtype[i];
-      *kind = kTypes[i].kind;
-      return g_types.served[i];
-    }
-  }
-  return false;
-}
-
-// MPI's table of ops by type: bitwise ops on integers and bytes, the others on numbers.
-bool to_op(MPI_Op op, Kind kind, collx_op_t* o) {
-  const bool number = kind != kByte, bits = kind != kFloat;
-  if (op == MPI_SUM && number) *o = COLLX_SUM;
-  else if (op == MPI_PROD && number) *o = COLLX_PROD;
-  else if (op == MPI_MIN && number) *o = COLLX_MIN;
-  else if (op == MPI_MAX && number) *o = COLLX_MAX;
-  else if (op == MPI_BAND && bits) *o = COLLX_BAND;
-  else if (op == MPI_BOR && bits) *o = COLLX_BOR;
-  else if (op == MPI_BXOR && bits) *o = COLLX_BXOR;
-  else return false;  // MPI's own answer, or its own error, for everything else
-  return true;
 }
 
 // Reads the configuration and starts libcollx (once, with MPI initialised). In every case it
@@ -376,124 +252,6 @@ int pass_through(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
   return MPI_ERR_OTHER;
 }
 
-// MPI's progress rule: a call that blocks still progresses the program's other MPI
-// operations. A served call that waits inside libcollx runs the MPI library's progress (an
-// MPI_Iprobe that matches nothing it keeps) once per millisecond of waiting: an MPI_Isend
-// posted before MPI_Allreduce may be what its receiver waits for before it calls MPI_Allreduce.
-void mpi_progress() {
-  int flag = 0;
-  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-}
-
-// Sets mpi_progress as this thread's outer progress for the scope of a served call.
-class MpiProgress {
- public:
-  MpiProgress() : before_(collx::set_outer_progress(mpi_progress)) {}
-  ~MpiProgress() { collx::set_outer_progress(before_); }
-  MpiProgress(const MpiProgress&) = delete;
-  MpiProgress& operator=(const MpiProgress&) = delete;
-
- private:
-  collx::OuterProgress before_;
-};
-
-// A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
-void report_failure(Fn fn, const char* context = "") {
-  tally(g.counts[fn].failed);
-  std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
-               collx_last_error());
-}
-
-void forget(Pending* p) {  // under g.pending_mutex
-  g.pending.erase(p->mpi);
-  g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
-}
-
-// The operation ended with `st` (collx_test or collx_wait set p->request to null): MPI's
-// completion call reports it (query_fn), then frees the request (free_fn).
-void complete(Pending* p, collx_status_t st, Ending how) {
-  g.endings[how].fetch_add(1, std::memory_order_relaxed);
-  if (st != COLLX_SUCCESS) {
-    report_failure(p->fn);
-    p->error = MPI_ERR_OTHER;
-  }
-  {
-    std::lock_guard<std::mutex> lock(g.pending_mutex);
-    forget(p);  // before the handle can be freed, and then reused for another request
-  }
-  PMPI_Grequest_complete(p->mpi);
-}
-
-// The generalized request's callbacks (MPICH calls them without its global lock).
-int query_fn(void* state, MPI_Status* status) {
-  PMPI_Status_set_elements(status, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(status, 0);
-  status->MPI_SOURCE = MPI_UNDEFINED;
-  status->MPI_TAG = MPI_UNDEFINED;
-  return static_cast<Pending*>(state)->error;  // what MPI_Wait and the others return
-}
-
-int free_fn(void* state) {
-  auto* p = static_cast<Pending*>(state);
-  if (p->request == nullptr) {
-    delete p;
-    return MPI_SUCCESS;
-  }
-  // MPI_Request_free before completion: MPICH frees the request now (the standard would wait
-  // for MPI_Grequest_complete), so it is never completed, and nothing polls the operation.
-  std::lock_guard<std::mutex> lock(g.pending_mutex);
-  forget(p);
-  g.orphans.push_back(p);
-  g.any_orphans.store(true, std::memory_order_relaxed);
-  return MPI_SUCCESS;
-}
-
-int cancel_fn(void*, int) { return MPI_SUCCESS; }  // (cancelling a collective is erroneous)
-
-int poll_fn(void* state, MPI_Status*) {
-  auto* p = static_cast<Pending*>(state);
-  if (p->request != nullptr) {
-    const collx_status_t st = collx_test(&p->request);  // waits for no rank to call in
-    if (st != COLLX_IN_PROGRESS) complete(p, st, kByPoll);
-  }
-  return MPI_SUCCESS;
-}
-
-int wait_fn(int count, void** states, double, MPI_Status*) {
-  const MpiProgress progress;  // (MPICH calls wait_fn without its lock: MPI may be called)
-  for (int i = 0; i < count; ++i) {
-    auto* p = static_cast<Pending*>(states[i]);
-    if (p->request != nullptr) complete(p, collx_wait(&p->request), kByWaitFn);
-  }
-  return MPI_SUCCESS;
-}
-
-// Ends the operations whose requests the program freed: those done (at every served
-// MPI_Iallreduce), or all of them, waiting (at MPI_Finalize).
-void reap_orphans(bool wait) {
-  std::vector<Pending*> mine;
-  {
-    std::lock_guard<std::mutex> lock(g.pending_mutex);
-    mine.swap(g.orphans);
-    g.any_orphans.store(false, std::memory_order_relaxed);
-  }
-  std::vector<Pending*> left;
-  for (Pending* p : mine) {
-    const collx_status_t st = wait ? collx_wait(&p->request) : collx_test(&p->request);
-    if (st == COLLX_IN_PROGRESS) {
-      left.push_back(p);
-      continue;
-    }
-    if (st != COLLX_SUCCESS) report_failure(p->fn, " (request freed)");
-    g.endings[kByOrphan].fetch_add(1, std::memory_order_relaxed);
-    delete p;
-  }
-  if (left.empty()) return;
-  std::lock_guard<std::mutex> lock(g.pending_mutex);
-  g.orphans.insert(g.orphans.end(), left.begin(), left.end());
-  g.any_orphans.store(true, std::memory_order_relaxed);
-}
-
 // What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
 // reason, then the failed ones, summed over the ranks.
 void print_counts(const char* fn, const long long* total) {
@@ -549,32 +307,16 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
     return PMPI_Iallreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm,
                            request);
   }
-  if (g.any_orphans.load(std::memory_order_relaxed)) reap_orphans(false);
-  auto* p = new Pending();
-  p->fn = fn;
+  reap_orphans(false);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
-  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &p->request) !=
-      COLLX_SUCCESS) {
-    delete p;
+  collx_request_t r = nullptr;
+  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &r) != COLLX_SUCCESS) {
     report_failure(fn);
     *request = MPI_REQUEST_NULL;
     PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
   }
-  const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
-  if (rc != MPI_SUCCESS) {  // (MPI is out of requests) the operation is posted: end it here
-    collx_wait(&p->request);
-    delete p;
-    *request = MPI_REQUEST_NULL;
-    return rc;
-  }
-  {
-    std::lock_guard<std::mutex> lock(g.pending_mutex);
-    g.pending.emplace(p->mpi, p);
-    g.pending_count.store(static_cast<int>(g.pending.size()), std::memory_order_relaxed);
-  }
-  *request = p->mpi;
-  return MPI_SUCCESS;
+  return start_request(fn, r, request);
 }
 
 // MPI_COMM_SELF's delete callback (set by start): at the start of MPI_Finalize, after the
@@ -604,7 +346,7 @@ int finish(MPI_Comm, int, void*, void*) {
       for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
       local[f * kPer + kReasonCount] = g.counts[f].failed.load();
     }
-    for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g.endings[e].load();
+    for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
     local[kAll - 1] = g.free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -633,23 +375,17 @@ int finish(MPI_Comm, int, void*, void*) {
   return MPI_SUCCESS;
 }
 
-// MPI_Wait's part (C and mpi_f08): a request of a served MPI_Iallreduce whose operation has
-// not ended is waited for with collx_wait, with MPI's progress running (MPICH's wait then
-// finds it complete).
-void wait_if_served(const MPI_Request* request) {
-  if (request == nullptr || g.pending_count.load(std::memory_order_relaxed) == 0) return;
-  Pending* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g.pending_mutex);
-    const auto it = g.pending.find(*request);
-    if (it != g.pending.end()) p = it->second;
-  }
-  if (p == nullptr) return;
-  const MpiProgress progress;
-  complete(p, collx_wait(&p->request), kByWait);
+}  // namespace
+
+void report_failure(Fn fn, const char* context) {
+  tally(g.counts[fn].failed);
+  std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
+               collx_last_error());
 }
 
-}  // namespace
+}  // namespace collx_mpi
+
+using namespace collx_mpi;
 
 extern "C" {
 

@@ -1,0 +1,70 @@
+// What the parts of libcollx_mpi.so share: the functions it serves, their statistics, the
+// datatype and op mapping (types.cc), and the generalized requests of a served
+// MPI_Iallreduce (requests.cc). collx_mpi.cc holds the MPI functions themselves.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+
+#include "collx/collx.h"
+#include "transport/transport.h"
+
+namespace collx_mpi {
+
+// The functions the preload serves. A large-count one (_c) takes an MPI_Count, and passes
+// through to its own PMPI twin.
+enum Fn { kAllreduce, kIallreduce, kAllreduceC, kIallreduceC, kFnCount };
+extern const char* const kFnNames[kFnCount];
+
+// A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
+void report_failure(Fn fn, const char* context = "");
+
+// MPI's progress rule: a call that blocks still progresses the program's other MPI
+// operations. A served call that waits inside libcollx runs the MPI library's progress (an
+// MPI_Iprobe that matches nothing it keeps) once per millisecond of waiting: an MPI_Isend
+// posted before MPI_Allreduce may be what its receiver waits for before it calls MPI_Allreduce.
+// An MpiProgress sets it as this thread's outer progress for its scope.
+class MpiProgress {
+ public:
+  MpiProgress() : before_(collx::set_outer_progress(progress)) {}
+  ~MpiProgress() { collx::set_outer_progress(before_); }
+  MpiProgress(const MpiProgress&) = delete;
+  MpiProgress& operator=(const MpiProgress&) = delete;
+
+ private:
+  static void progress() {
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  }
+  collx::OuterProgress before_;
+};
+
+// types.cc: the predefined datatypes and ops the preload serves. A type's kind decides which
+// ops MPI defines for it.
+enum Kind { kSigned, kUnsigned, kFloat, kByte };  // kByte: MPI_BYTE, bitwise ops only
+void load_types();  // reads the types' sizes from the MPI library (once, at start)
+// The libcollx type and kind of `t`, if the preload serves it.
+bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind);
+// MPI's table of ops by type: bitwise ops on integers and bytes, the others on numbers.
+bool to_op(MPI_Op op, Kind kind, collx_op_t* o);
+
+// requests.cc: a served MPI_Iallreduce is a collx request behind an MPICH generalized request.
+// How its operation ended (COLLX_MPI_VERBOSE): through collx_wait in the intercepted MPI_Wait
+// (C, or mpi_f08's), in the generalized request's wait_fn (MPI_Waitall), through collx_test in
+// its poll_fn (MPI_Test*, MPI_Waitany, MPI_Waitsome), or after the program freed its request.
+enum Ending { kByWait, kByWaitFn, kByPoll, kByOrphan, kEndingCount };
+extern std::atomic<long long> g_endings[kEndingCount];
+// Puts the posted operation `op` of function `fn` behind a new generalized request in
+// *request. If MPI has no request left, ends the operation and returns MPI's error.
+int start_request(Fn fn, collx_request_t op, MPI_Request* request);
+// MPI_Wait's part (C and mpi_f08): a request of a served MPI_Iallreduce whose operation has
+// not ended is waited for with collx_wait, with MPI's progress running (MPICH's wait then
+// finds it complete).
+void wait_if_served(const MPI_Request* request);
+// Ends the operations whose requests the program freed (MPI_Request_free before completion,
+// after which nothing in MPI polls them): those done (at every served MPI_Iallreduce), or all
+// of them, waiting (at MPI_Finalize).
+void reap_orphans(bool wait);
+
+}  // namespace collx_mpi
