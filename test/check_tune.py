@@ -2,7 +2,9 @@
 """Runs collx_tune and checks its output: every algorithm of the table is either measured
 (a column) or listed as not here with the library's reason; the ones named on the command
 line are measured; every row's choice is what the printed COLLX_TUNE picks for that size
-(re-derived here from the ranges); the program validated every result and exited 0.
+(re-derived here from the ranges); the program validated every result and exited 0. With
+--across among collx_tune's arguments the table is COLLX_TUNE_ACROSS, and every row appears
+once (printed by one rank of all the groups).
 
   check_tune.py MEASURED[,MEASURED...] -- mpiexec ARGS... collx_tune ARGS...
 """
@@ -55,10 +57,12 @@ for algo in ALGOS:
     check((algo in columns) != (algo in not_here), f"{algo}: measured or not here, not both")
 for algo in measured_needed:
     check(algo in columns, f"{algo} measured")
-tune = next((l[len("COLLX_TUNE="):] for l in lines if l.startswith("COLLX_TUNE=")), "")
-check(tune != "", "a COLLX_TUNE line")
+var = "COLLX_TUNE_ACROSS=" if "--across" in cmd else "COLLX_TUNE="
+tune = next((l[len(var):] for l in lines if l.startswith(var)), "")
+check(tune != "", f"a {var} line")
 rows = [l.split() for l in lines if l and l[0].isdigit()]
 check(len(rows) > 0, "rows")
+check(len({r[0] for r in rows}) == len(rows), "each size in one row")
 for row in rows:
     check(len(row) == 1 + 1 + len(columns) + 2, f"row {row[0]}: one time per column")
     check(row[-1] in ALGOS and pick(tune, int(row[0])) == row[-1],

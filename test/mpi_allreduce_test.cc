@@ -8,6 +8,7 @@
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,7 @@ bool same_everywhere(uint64_t h, MPI_Comm comm) {
 struct Placement {
   bool one_node = true;
   bool hierarchical = false;
+  collx_comm_node_t node{};  // what collx_comm_node should say on this rank
 };
 
 Placement placement() {
@@ -70,6 +72,21 @@ Placement placement() {
   std::map<std::string, int> ranks;
   for (int i = 0; i < p; ++i) ++ranks[std::string(&all[static_cast<size_t>(i) * kLen])];
   Placement pl;
+  // Nodes numbered in the order of their lowest rank; local ranks in rank order.
+  std::vector<std::string> order;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int i = 0; i < p; ++i) {
+    const std::string name(&all[static_cast<size_t>(i) * kLen]);
+    const auto at = std::find(order.begin(), order.end(), name);
+    if (at == order.end()) order.push_back(name);
+    if (name == mine) {
+      if (i < rank) ++pl.node.local_rank;
+      pl.node.node = static_cast<int>(std::find(order.begin(), order.end(), name) - order.begin());
+    }
+  }
+  pl.node.nodes = static_cast<int>(order.size());
+  pl.node.local_size = ranks[mine];
   pl.one_node = ranks.size() == 1;
   for (const auto& node : ranks) pl.hierarchical = pl.hierarchical || node.second >= 2;
   pl.hierarchical = pl.hierarchical && !pl.one_node;
@@ -310,7 +327,20 @@ int main(int argc, char** argv) {
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
   std::vector<Mode> run(std::begin(modes), std::end(modes));
-  if (placement().hierarchical) {
+  const Placement where = placement();
+  {  // collx_comm_node: the placement COLLX_NODE gives (one node where it is unset)
+    collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+    collx_comm_node_t got{-1, -1, -1, -1};
+    expect(c != nullptr && collx_comm_node(c, &got) == COLLX_SUCCESS &&
+               got.node == where.node.node && got.nodes == where.node.nodes &&
+               got.local_rank == where.node.local_rank &&
+               got.local_size == where.node.local_size,
+           "collx_comm_node: node " + std::to_string(got.node) + " of " +
+               std::to_string(got.nodes) + ", local rank " + std::to_string(got.local_rank) +
+               " of " + std::to_string(got.local_size));
+    if (c != nullptr) expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+  }
+  if (where.hierarchical) {
     run.push_back({"hierarchical", nullptr});
     run.push_back({nullptr,
                    "0-64:recursive_doubling,64-4K:hierarchical,4K-32K:rabenseifner,"

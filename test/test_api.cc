@@ -179,6 +179,12 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   CHECK(v == 1);
   CHECK(collx_comm_rank(c, nullptr) == COLLX_ERR_INVALID_ARG);
   CHECK(collx_comm_size(nullptr, &v) == COLLX_ERR_INVALID_ARG);
+  collx_comm_node_t node{-1, -1, -1, -1};
+  CHECK(collx_comm_node(c, &node) == COLLX_SUCCESS);
+  CHECK((node.node == 0 && node.nodes == 1 && node.local_rank == 0 && node.local_size == 1));
+  CHECK(collx_comm_node(c, nullptr) == COLLX_ERR_INVALID_ARG);
+  CHECK(says("collx_comm_node: node is NULL"));
+  CHECK(collx_comm_node(nullptr, &node) == COLLX_ERR_INVALID_ARG);
 
   // Finalize refuses while a communicator lives; a destroyed communicator is rejected.
   CHECK(collx_finalize() == COLLX_ERR_INVALID_ARG);
@@ -190,6 +196,7 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   CHECK(says("not a live communicator"));
   CHECK(collx_allreduce(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_ERR_INVALID_ARG);
   CHECK(collx_comm_algorithm(c, 8) == nullptr);
+  CHECK(collx_comm_node(c, &node) == COLLX_ERR_INVALID_ARG);
 }
 
 TEST_CASE("several communicators at once, and repeated init/finalize") {

@@ -136,6 +136,19 @@ COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
 COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
 COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);
 
+/* Where a rank sits: the number of its node (nodes are numbered 0 .. nodes-1 in the order of
+ * their lowest rank, so every rank numbers them alike), and its index among the ranks of its
+ * node (in rank order) and their number. Ranks share a node when they share its memory: the
+ * same hostname and kernel boot, or the same COLLX_NODE. A framework picks a GPU by
+ * local_rank; collx_tune --across groups ranks by it. */
+typedef struct {
+  int node;
+  int nodes;
+  int local_rank;
+  int local_size;
+} collx_comm_node_t;
+COLLX_API collx_status_t collx_comm_node(collx_comm_t comm, collx_comm_node_t* node);
+
 /* Blocking allreduce: returns when recvbuf holds the result on this rank. Both buffers are
  * host memory, CUDA managed memory or CUDA device memory (of one device), of the same kind
  * (COLLX_ERR_INVALID_ARG otherwise). Device buffers are read once the work queued on the

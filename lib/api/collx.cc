@@ -195,6 +195,11 @@ collx_status_t collx_comm_size(collx_comm_t handle, int* size) {
   return report(read_comm(handle, "collx_comm_size", [&](const Comm& c) { *size = c.size(); }));
 }
 
+collx_status_t collx_comm_node(collx_comm_t handle, collx_comm_node_t* node) {
+  if (node == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_node: node is NULL"));
+  return report(read_comm(handle, "collx_comm_node", [&](const Comm& c) { *node = c.node(); }));
+}
+
 collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                collx_dtype_t dtype, collx_op_t op, collx_comm_t handle) {
   Claim c;

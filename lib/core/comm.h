@@ -120,6 +120,8 @@ class Comm {
   // built by the caller.
   uint16_t id() const { return comm_id_; }
   int size() const { return transport_->size(); }
+  // This rank's node and its place there (collx_comm_node).
+  collx_comm_node_t node() const { return node_; }
   const Selection& selection() const { return selection_; }
 
   // One thread at a time calls into a communicator (the C API holds it for each call).
@@ -276,6 +278,7 @@ class Comm {
   std::unique_ptr<ShmChannel> node_shm_;
   std::vector<std::unique_ptr<Transport>> across_;  // hier_.groups' transports
   Selection across_table_;
+  collx_comm_node_t node_{0, 1, 0, 1};  // from the layout made at creation
   Hierarchy hier_;
   bool announce_ = false;  // the ranks announce what they started (Transport::announce)
   bool tested_ = false;    // with announce_: this rank's nudge ran (under ops_->mu)

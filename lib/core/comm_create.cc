@@ -35,6 +35,10 @@ Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv,
 // process's memory.
 const volatile uint64_t g_cma_probe = kBootMagic;
 
+collx_comm_node_t place(const NodeLayout& l) {
+  return collx_comm_node_t{l.node_index, l.nodes, l.local_rank, static_cast<int>(l.local.size())};
+}
+
 }  // namespace
 
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
@@ -51,6 +55,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   if (hierarchical) COLLX_TRY(make_across_selection(config, layout.nodes, &across));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
   c->across_table_ = std::move(across);
+  c->node_ = place(layout);
   if (hierarchical) c->set_nodes(layout, shared);
   if (one_node) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
@@ -194,6 +199,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   if (!st.ok()) return release_id(st);
   Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
   c->across_table_ = std::move(across);
+  c->node_ = place(layout);
   c->context_ = ctx;
   c->comm_id_ = comm_id;
   c->id_owner_ = agreed.owner;
