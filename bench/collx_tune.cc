@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,14 @@ struct Candidate {
   std::string name;  // an algorithm, or "current"
   collx_comm_t comm;
 };
+
+std::optional<std::string> env_copy(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+}
+const char* c_str_or_null(const std::optional<std::string>& s) {
+  return s ? s->c_str() : nullptr;
+}
 
 // Sets `name` to `value`, or unsets it for null.
 void set_env(const char* name, const char* value) {
@@ -305,8 +314,9 @@ int main(int argc, char** argv) {
   // (its local rank on every node, by node number: the step's owners of one block).
   MPI_Comm group = MPI_COMM_WORLD;
   int group_size = p;
-  const char* job_tune = std::getenv("COLLX_TUNE");
-  const std::string job_across = std::getenv("COLLX_TUNE_ACROSS") ? std::getenv("COLLX_TUNE_ACROSS") : "";
+  // The job's tables, copied: creating the candidates sets and unsets these variables.
+  const std::optional<std::string> job_tune = env_copy("COLLX_TUNE"),
+                                   job_across = env_copy("COLLX_TUNE_ACROSS");
   if (o.across) {
     collx_comm_t world = nullptr;
     st = collx_comm_create_mpi(MPI_COMM_WORLD, &world);
@@ -347,8 +357,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(group, &group_rank);
   Runner runner(o, group_rank, group_size);
   std::vector<Candidate> cands =
-      make_candidates(group, o.across ? (job_across.empty() ? nullptr : job_across.c_str())
-                                      : job_tune,
+      make_candidates(group, o.across ? c_str_or_null(job_across) : c_str_or_null(job_tune),
                       rank);
   const Choice choice = measure(o, cands, runner, rank);
   const std::string tune = table(choice);
@@ -357,7 +366,7 @@ int main(int argc, char** argv) {
   if (o.across && ok) {
     // The world's hierarchical allreduce with the table as its step's: every size validates.
     setenv("COLLX_TUNE_ACROSS", tune.c_str(), 1);
-    set_env("COLLX_TUNE", job_tune);
+    set_env("COLLX_TUNE", c_str_or_null(job_tune));
     collx_comm_t world = nullptr;
     st = collx_comm_create_mpi(MPI_COMM_WORLD, &world);
     if (st != COLLX_SUCCESS) fail("collx_comm_create with the tuned COLLX_TUNE_ACROSS", st);
