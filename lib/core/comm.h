@@ -160,8 +160,12 @@ class Comm {
   // own deadline); otherwise sleeps until one completes. Safe whether or not r's communicator
   // still exists.
   static void wait(Request* r);
-  // The same for every operation posted so far.
-  void drain();
+  // The same for every operation posted so far. The check is inline: every blocking call
+  // makes it (comm_async.cc holds the rest).
+  void drain() {
+    if (ops_->pending.load(std::memory_order_acquire) != 0) drain_posted();
+  }
+  void drain_posted();
   // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
   // This rank says that it started every operation up to r (through shared memory,
   // ShmChannel::started, or by announcements: Transport::announce); if every peer has said

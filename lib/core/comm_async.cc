@@ -53,8 +53,7 @@ void Comm::wait(Request* r) {
   help(*q, [&] { return r->done.load(std::memory_order_relaxed); });
 }
 
-void Comm::drain() {
-  if (ops_->pending.load(std::memory_order_acquire) == 0) return;
+void Comm::drain_posted() {
   help(*ops_, [&] { return ops_->pending.load(std::memory_order_relaxed) == 0; });
 }
 
