@@ -78,13 +78,10 @@ Placement placement() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   for (int i = 0; i < p; ++i) {
     const std::string name(&all[static_cast<size_t>(i) * kLen]);
-    const auto at = std::find(order.begin(), order.end(), name);
-    if (at == order.end()) order.push_back(name);
-    if (name == mine) {
-      if (i < rank) ++pl.node.local_rank;
-      pl.node.node = static_cast<int>(std::find(order.begin(), order.end(), name) - order.begin());
-    }
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+    if (name == mine && i < rank) ++pl.node.local_rank;
   }
+  pl.node.node = static_cast<int>(std::find(order.begin(), order.end(), mine) - order.begin());
   pl.node.nodes = static_cast<int>(order.size());
   pl.node.local_size = ranks[mine];
   pl.one_node = ranks.size() == 1;
@@ -331,8 +328,8 @@ int main(int argc, char** argv) {
   {  // collx_comm_node: the placement COLLX_NODE gives (one node where it is unset)
     collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
     collx_comm_node_t got{-1, -1, -1, -1};
-    expect(c != nullptr && collx_comm_node(c, &got) == COLLX_SUCCESS &&
-               got.node == where.node.node && got.nodes == where.node.nodes &&
+    const bool answered = c != nullptr && collx_comm_node(c, &got) == COLLX_SUCCESS;
+    expect(answered && got.node == where.node.node && got.nodes == where.node.nodes &&
                got.local_rank == where.node.local_rank &&
                got.local_size == where.node.local_size,
            "collx_comm_node: node " + std::to_string(got.node) + " of " +
