@@ -20,6 +20,7 @@
 #include "collx/collx_mpi.h"
 #include "common/mpi_finish.h"
 #include "common/pattern.h"
+#include "topo/node.h"
 #include "common/scoped_env.h"
 
 using namespace collx::test;
@@ -35,12 +36,6 @@ void expect(bool ok, const std::string& what) {
     ++g_failed;
     if (g_failed <= 20) std::fprintf(stderr, "rank %d: FAILED: %s (%s)\n", g_rank, what.c_str(), collx_last_error());
   }
-}
-
-uint64_t fnv(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 // Every rank's result hash equal to every other's.
@@ -123,7 +118,7 @@ void matrix(collx_comm_t c, MPI_Comm mc, const std::string& label) {
           expect(ok, label + " count " + std::to_string(count) + " " + collx_dtype_name(d) + " " +
                          collx_op_name(op) + (in_place ? " in-place" : ""));
         }
-        if (count == 1000) expect(same_everywhere(fnv(recv.data(), bytes), mc), label + " cross-rank hash");
+        if (count == 1000) expect(same_everywhere(collx::fnv1a(recv.data(), bytes), mc), label + " cross-rank hash");
       }
     }
   }

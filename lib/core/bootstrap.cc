@@ -1,6 +1,7 @@
 #include "core/bootstrap.h"
 
 #include "core/comm_ids.h"
+#include "topo/node.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,15 +10,7 @@ namespace collx {
 
 namespace {
 
-constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
-
-uint64_t fnv1a(uint64_t h, const void* data, size_t bytes) {
-  const auto* b = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-uint64_t hash(const std::string& s) { return fnv1a(kFnvBasis, s.data(), s.size()); }
+uint64_t hash(const std::string& s) { return fnv1a(s.data(), s.size()); }
 
 // SharedSettings' entries: the variable and whether the value is a string's hash.
 struct SettingName {
@@ -46,7 +39,7 @@ SharedSettings shared_settings(const Config& c) {
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out) {
   uint32_t comm_id = 0, max_len = 0;
   uint64_t owner = kFnvBasis;  // FNV-1a over every rank's (node, pid, creation)
-  const auto mix = [&owner](uint64_t v) { owner = fnv1a(owner, &v, sizeof v); };
+  const auto mix = [&owner](uint64_t v) { owner = fnv1a(&v, sizeof v, owner); };
   for (int i = 0; i < size; ++i) {
     const BootHeader& h = all[i];
     if (h.magic == kBootMagic && h.rank == i && h.size == size && h.failed != 0) {

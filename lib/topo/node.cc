@@ -11,15 +11,6 @@ namespace collx {
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // The block count of NodeLayout: with B blocks, the busiest owner on a node of k ranks
 // reduces ceil(B/k) blocks of k inputs each, ceil(B/k) * k / B of a message's inputs.
 int hierarchy_blocks(const std::vector<int>& sizes, int max_groups) {
@@ -73,12 +64,16 @@ NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank, int max_g
 }
 
 uint64_t node_id(const std::string& override_name) {
-  if (!override_name.empty()) return fnv1a("override:" + override_name);
+  if (!override_name.empty()) {
+    const std::string name = "override:" + override_name;
+    return fnv1a(name.data(), name.size());
+  }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::string boot;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  return fnv1a(std::string(host) + "/" + boot);
+  const std::string name = std::string(host) + "/" + boot;
+  return fnv1a(name.data(), name.size());
 }
 
 bool cma_readable(int64_t pid, uint64_t address, uint64_t expect) {

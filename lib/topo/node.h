@@ -4,11 +4,21 @@
 // replaces it (tests pretend ranks live on different nodes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace collx {
+
+// 64-bit FNV-1a of `bytes` bytes, continuing from `h` (start from kFnvBasis). The node's
+// identity below, and the bootstrap's hashes of settings and of the members' identities.
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+inline uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = kFnvBasis) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
 
 uint64_t node_id(const std::string& override_name);
 

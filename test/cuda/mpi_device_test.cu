@@ -23,6 +23,7 @@
 
 #include "common/cuda_ok.h"
 #include "common/pattern.h"
+#include "topo/node.h"
 
 using namespace collx::test;
 
@@ -83,6 +84,8 @@ struct Buffers {
       upload(send, in.data(), bytes);
     }
   }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
   ~Buffers() {
     mem_free(recv);
     if (send != nullptr) mem_free(send);
@@ -96,12 +99,6 @@ struct Buffers {
   }
 };
 
-uint64_t fnv(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
 // The result against `want` bitwise, the guard bytes untouched, and the same bytes on every
 // rank (through the MPI library's own allreduce on a host value).
 void check(const Buffers& b, const std::vector<uint8_t>& want, const std::string& what) {
@@ -110,7 +107,7 @@ void check(const Buffers& b, const std::vector<uint8_t>& want, const std::string
   bool guard = true;
   for (size_t i = want.size(); i < got.size(); ++i) guard = guard && got[i] == kPoison;
   expect(guard, what + ": guard bytes");
-  const unsigned long long h = fnv(got.data(), want.size());
+  const unsigned long long h = collx::fnv1a(got.data(), want.size());
   unsigned long long lo = 0, hi = 0;
   PMPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
   PMPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);

@@ -15,6 +15,7 @@
 #include "common/board.h"
 #include "common/cuda_ok.h"
 #include "common/pattern.h"
+#include "topo/node.h"
 
 using namespace collx::test;
 
@@ -29,12 +30,6 @@ void expect(bool ok, const std::string& what) {
   } else if (++g_failed <= 20) {
     std::fprintf(stderr, "rank %d: FAILED: %s (%s)\n", g_rank, what.c_str(), collx_last_error());
   }
-}
-
-uint64_t fnv(const std::vector<uint8_t>& v) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : v) h = (h ^ b) * 1099511628211ull;
-  return h;
 }
 
 bool same_everywhere(uint64_t h) {
@@ -72,7 +67,7 @@ void matrix(collx_comm_t comm, int p) {
           expect(std::memcmp(got.data(), want.data(), bytes) == 0, what + ": result");
           expect(got[bytes] == 0xab && got[bytes + 63] == 0xab, what + ": guard bytes");
           got.resize(bytes);
-          expect(same_everywhere(fnv(got)), what + ": identical on every rank");
+          expect(same_everywhere(collx::fnv1a(got.data(), got.size())), what + ": identical on every rank");
           got.resize(bytes + 64);
           CUDA_OK(cudaFree(send));
           CUDA_OK(cudaFree(recv));
