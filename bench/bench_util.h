@@ -1,13 +1,25 @@
-// Helpers of the MPI benchmarks (collx_osu, collx_tune): names on the command line, medians.
+// Helpers of the MPI benchmarks (collx_osu, collx_tune, cuda_mpi_bench): names on the command
+// line, medians, stopping the job where libcollx failed.
 #pragma once
 
+#include <mpi.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "collx/collx.h"
 
 namespace collx::bench {
+
+// Says which libcollx call failed, with its status and message, and stops the MPI job.
+[[noreturn]] inline void fail(const char* program, const char* what, collx_status_t st) {
+  std::fprintf(stderr, "%s: %s: %s: %s\n", program, what, collx_strerror(st), collx_last_error());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
 
 // A dtype or op by its libcollx name ("float32", "sum"); false for an unknown name.
 inline bool parse_dtype(const char* s, collx_dtype_t* out) {

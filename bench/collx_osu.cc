@@ -187,11 +187,7 @@ double overlap_percent(double total, double compute_us, double pure) {
   return std::clamp(100.0 * (1.0 - (total - compute_us) / pure), 0.0, 100.0);
 }
 
-int fail(const char* what, collx_status_t st) {
-  std::fprintf(stderr, "collx_osu: %s: %s: %s\n", what, collx_strerror(st), collx_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  return 1;
-}
+int fail(const char* what, collx_status_t st) { collx::bench::fail("collx_osu", what, st); }
 
 }  // namespace
 

@@ -94,9 +94,7 @@ bool parse(int argc, char** argv, Options* o) {
 }
 
 [[noreturn]] void fail(const char* what, collx_status_t st) {
-  std::fprintf(stderr, "collx_tune: %s: %s: %s\n", what, collx_strerror(st), collx_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();
+  collx::bench::fail("collx_tune", what, st);
 }
 
 // "4K", "16M" where exact, else bytes: COLLX_TUNE's sizes.

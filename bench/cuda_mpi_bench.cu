@@ -18,17 +18,13 @@
 
 #include "collx/collx.h"
 #include "collx/collx_mpi.h"
+#include "bench_util.h"
 #include "common/cuda_ok.h"
 #include "common/pattern.h"
 
 namespace {
 
 constexpr int kRounds = 5;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double slowest(double v) {
   double out = 0;
@@ -160,7 +156,8 @@ int main(int argc, char** argv) {
     }
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
-    const double c = slowest(median(t_collx)), s = slowest(median(t_staged));
+    const double c = slowest(collx::bench::median(t_collx));
+    const double s = slowest(collx::bench::median(t_staged));
     if (rank == 0) {
       const char* verdict = any == 0 ? "ok" : "FAILED";
       std::printf("%-10zu %12.2f %14.2f %12.2f %8s (%d)\n", bytes, c, s, s / c, verdict, any);
