@@ -12,7 +12,9 @@
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
 # If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations ("some": at
 # least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
-# not polling). If EXPECT_ALGO is set, the run profiles (COLLX_PROFILE=1) and some
+# not polling). If EXPECT_HOST_COPIES is set, exactly that many passed-through calls must have
+# gone through host copies of their buffers (device buffers, or COLLX_MPI_HOST_COPIES=1).
+# If EXPECT_ALGO is set, the run profiles (COLLX_PROFILE=1) and some
 # communicator's profile must name that algorithm.
 set -uo pipefail
 lib=$1 n=$2
@@ -30,6 +32,7 @@ failed=${failed:-0}
 unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
+host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas
 [ -n "${EXPECT_ALGO:-}" ] && algo_seen=$(grep -cE "[ ,]${EXPECT_ALGO}(,|\$)" "$log")
@@ -63,6 +66,10 @@ if [ -n "$unusable" ]; then
 fi
 if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
+  exit 1
+fi
+if [ -n "${EXPECT_HOST_COPIES:-}" ] && [ "${host_copies:-0}" -ne "$EXPECT_HOST_COPIES" ]; then
+  echo "${host_copies:-0} passed-through calls on host copies; expected $EXPECT_HOST_COPIES" >&2
   exit 1
 fi
 case "${EXPECT_WAIT_ENDED:-}" in

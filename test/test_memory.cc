@@ -298,20 +298,25 @@ TEST_CASE("host copies of device buffers for a host-only callee (the preload's p
       for (size_t b = 8; b < 18; ++b) out[k * 16 + b] = static_cast<uint8_t>(in[k * 16 + b] + 1);
     }
   };
+  HostCopies h;
 
   SECTION("host buffers are passed as they are, nothing copied") {
-    bool called = false;
-    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e,
-                             [&](const void* s, void* r) {
-                               called = s == send.data() && r == recv.data();
-                             }).ok());
-    CHECK(called);
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e).ok());
+    CHECK_FALSE(h.any());
+    CHECK(h.send() == send.data());
+    CHECK(h.recv() == recv.data());
+    REQUIRE(h.copy_back().ok());
     CHECK(copies == 0);
   }
   devs.device_memory(send.data(), send.size(), 3);
   devs.device_memory(recv.data(), recv.size(), 3);
-  SECTION("device buffers: the extent copied in, the callee's result copied back") {
-    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e, callee).ok());
+  SECTION("device buffers: the extent copied in, the callee's result copied back once") {
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e).ok());
+    CHECK(h.any());
+    CHECK(copies == 2);
+    callee(h.send(), h.recv());
+    CHECK(recv[8] == 0xee);  // nothing reaches the buffer before copy_back
+    REQUIRE(h.copy_back().ok());
     CHECK(copies == 3);
     for (size_t i = 0; i < recv.size(); ++i) {
       const bool in_extent = i >= 8 && i < 8 + e.span;
@@ -320,30 +325,49 @@ TEST_CASE("host copies of device buffers for a host-only callee (the preload's p
       const uint8_t want = used ? static_cast<uint8_t>(i + 1) : 0xee;
       if (recv[i] != want) FAIL("byte " << i << (in_extent ? " (in the extent)" : "") << " is " << int(recv[i]));
     }
+    REQUIRE(h.copy_back().ok());  // a second copy_back copies nothing
+    CHECK(copies == 3);
+    CHECK(h.any());
   }
   SECTION("in place: the marker is passed through, recv staged") {
     for (size_t i = 0; i < recv.size(); ++i) recv[i] = static_cast<uint8_t>(2 * i);
-    REQUIRE(with_host_copies(&devs, copy, in_place, recv.data(), in_place, e, callee).ok());
+    REQUIRE(h.copy_in(&devs, copy, in_place, recv.data(), in_place, e).ok());
+    CHECK(h.send() == in_place);
+    callee(h.send(), h.recv());
+    REQUIRE(h.copy_back().ok());
     CHECK(copies == 2);
     CHECK(recv[8] == 17);
     CHECK(recv[7] == 14);
   }
-  SECTION("a failed copy in: the callee is not called and recv is untouched") {
+  SECTION("only the receive buffer on the device: send passed as it is") {
+    std::vector<uint8_t> host_send(send);
+    REQUIRE(h.copy_in(&devs, copy, host_send.data(), recv.data(), in_place, e).ok());
+    CHECK(h.send() == host_send.data());
+    CHECK(h.recv() != recv.data());
+    CHECK(copies == 1);
+  }
+  SECTION("a failed copy in: the buffers as they are, nothing copied back") {
     fail = true;
-    bool called = false;
-    const Status st = with_host_copies(&devs, copy, send.data(), recv.data(), in_place, e,
-                                       [&](const void*, void*) { called = true; });
+    const Status st = h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e);
     CHECK(st.message() == "fake copy failed");
-    CHECK(!called);
+    CHECK_FALSE(h.any());
+    CHECK(h.send() == send.data());
+    CHECK(h.recv() == recv.data());
+    fail = false;
+    REQUIRE(h.copy_back().ok());
+    CHECK(copies == 1);
     CHECK(recv[8] == 0xee);
   }
-  SECTION("an empty extent calls the callee with the buffers as they are") {
-    bool called = false;
-    REQUIRE(with_host_copies(&devs, copy, send.data(), recv.data(), in_place, Extent{0, 0},
-                             [&](const void* s, void* r) {
-                               called = s == send.data() && r == recv.data();
-                             }).ok());
-    CHECK(called);
+  SECTION("a failed copy back is reported") {
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e).ok());
+    fail = true;
+    CHECK(h.copy_back().message() == "fake copy failed");
+  }
+  SECTION("an empty extent: the buffers as they are, nothing copied") {
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, Extent{0, 0}).ok());
+    CHECK_FALSE(h.any());
+    CHECK(h.send() == send.data());
+    CHECK(h.recv() == recv.data());
     CHECK(copies == 0);
   }
 }

@@ -119,8 +119,13 @@ const ConfigRow kRows[] = {
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce (and "
      "MPI_Iallreduce, MPI_Allreduce_c, MPI_Iallreduce_c) calls libcollx served (and how many "
-     "of those failed) and how many it passed through, per reason, and in which completion "
-     "calls the served MPI_Iallreduce operations ended."},
+     "of those failed) and how many it passed through, per reason (and how many of those went "
+     "through host copies), and in which completion calls the served MPI_Iallreduce "
+     "operations ended."},
+    {"COLLX_MPI_HOST_COPIES", "bool", "0",
+     "Under LD_PRELOAD=libcollx_mpi.so: the calls passed through to the MPI library go "
+     "through host copies of their buffers where these are CUDA device memory; 1 makes them "
+     "copy host buffers too (slower: a test of that path on machines without a GPU)."},
     {nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -231,12 +236,14 @@ Status load_config(Config* out, char** env) {
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");
     } else if (name == "COLLX_MPI" || name == "COLLX_MPI_VERBOSE" || name == "COLLX_CHECK" ||
-               name == "COLLX_PROFILE" || name == "COLLX_CUDA") {
+               name == "COLLX_PROFILE" || name == "COLLX_CUDA" ||
+               name == "COLLX_MPI_HOST_COPIES") {
       if (v != "0" && v != "1") return bad(row.name, v, "0 or 1");
       (name == "COLLX_MPI"       ? c.mpi
        : name == "COLLX_CHECK"   ? c.check
        : name == "COLLX_PROFILE" ? c.profile
        : name == "COLLX_CUDA"    ? c.cuda_ipc
+       : name == "COLLX_MPI_HOST_COPIES" ? c.mpi_host_copies
                                  : c.mpi_verbose) = v == "1";
     } else if (name == "COLLX_PROFILE_FILE") {
       c.profile_file = v;

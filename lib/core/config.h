@@ -51,6 +51,7 @@ struct Config {
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on
   bool mpi_verbose = false;  // PMPI interposer statistics at MPI_Finalize
+  bool mpi_host_copies = false;  // PMPI interposer: pass-through copies host buffers too
 };
 
 // Reads the COLLX_* variables of `env` (an environ-style array; the process environment when

@@ -1,8 +1,5 @@
 #include "memory/host_mirror.h"
 
-#include <cstdint>
-#include <vector>
-
 namespace collx {
 
 bool device_memory(MemoryQuery* q, const void* p, int* device) {
@@ -16,43 +13,47 @@ bool device_memory(MemoryQuery* q, const void* p, int* device) {
 
 namespace {
 
-// A host copy of [p + lo, p + lo + span) of device memory; at() is where p maps to.
-struct Mirror {
-  std::vector<uint8_t> bytes;
-  uintptr_t at(ptrdiff_t lo) const { return reinterpret_cast<uintptr_t>(bytes.data()) - lo; }
-};
-
-const void* shifted(const void* p, ptrdiff_t lo) {
-  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + lo);
+// p + lo, and back: where the extent of a buffer starts, and where a buffer whose extent
+// starts at `start` would be.
+uint8_t* extent_start(const void* p, ptrdiff_t lo) {
+  return reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(p) + lo);
+}
+void* buffer_at(uint8_t* start, ptrdiff_t lo) {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(start) - lo);
 }
 
 }  // namespace
 
-Status with_host_copies(MemoryQuery* q, const SyncCopy& copy, const void* send, void* recv,
-                        const void* in_place, Extent e,
-                        const std::function<void(const void*, void*)>& call) {
-  int send_dev = -1, recv_dev = -1;
-  const bool s = send != in_place && device_memory(q, send, &send_dev);
-  const bool r = device_memory(q, recv, &recv_dev);
-  if ((!s && !r) || e.span == 0) {
-    call(send, recv);
-    return Status();
-  }
-  Mirror ms, mr;
+Status HostCopies::copy_in(MemoryQuery* q, const SyncCopy& copy, const void* send, void* recv,
+                           const void* in_place, Extent e) {
+  copy_ = copy;
+  e_ = e;
+  send_ = send;
+  recv_ = recv_user_ = recv;
+  send_copied_ = recv_copied_ = copied_back_ = false;
+  int send_device = -1, recv_device = -1;
+  const bool s = e.span > 0 && send != in_place && device_memory(q, send, &send_device);
+  const bool r = e.span > 0 && device_memory(q, recv, &recv_device);
   if (s) {
-    ms.bytes.resize(e.span);
-    COLLX_TRY(copy(ms.bytes.data(), shifted(send, e.lo), e.span, send_dev));
+    send_bytes_.resize(e.span);
+    COLLX_TRY(copy(send_bytes_.data(), extent_start(send, e.lo), e.span, send_device));
   }
-  if (r) {  // copied in too: bytes of the extent that the call does not write stay as they are
-    mr.bytes.resize(e.span);
-    COLLX_TRY(copy(mr.bytes.data(), shifted(recv, e.lo), e.span, recv_dev));
-  }
-  call(s ? reinterpret_cast<const void*>(ms.at(e.lo)) : send,
-       r ? reinterpret_cast<void*>(mr.at(e.lo)) : recv);
   if (r) {
-    COLLX_TRY(copy(const_cast<void*>(shifted(recv, e.lo)), mr.bytes.data(), e.span, recv_dev));
+    recv_bytes_.resize(e.span);
+    COLLX_TRY(copy(recv_bytes_.data(), extent_start(recv, e.lo), e.span, recv_device));
   }
+  recv_device_ = recv_device;
+  send_copied_ = s;
+  recv_copied_ = r;
+  if (s) send_ = buffer_at(send_bytes_.data(), e.lo);
+  if (r) recv_ = buffer_at(recv_bytes_.data(), e.lo);
   return Status();
+}
+
+Status HostCopies::copy_back() {
+  if (!recv_copied_ || copied_back_) return Status();
+  copied_back_ = true;
+  return copy_(extent_start(recv_user_, e_.lo), recv_bytes_.data(), e_.span, recv_device_);
 }
 
 }  // namespace collx

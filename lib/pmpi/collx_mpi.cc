@@ -13,16 +13,19 @@
 // splits and reordered communicators each get their own. Contiguous predefined integer
 // (C and Fortran), floating and byte types with sum/prod/min/max/band/bor/bxor (as MPI allows
 // them by type) take the fast path; everything else, and
-// everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged (but for device
-// buffers, which go through host copies: MPI_Allreduce is CUDA-aware under the preload).
+// everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged, but for device
+// buffers, which go through host copies (passthrough.cc): MPI_Allreduce is CUDA-aware under
+// the preload.
 //
 // MPI_Iallreduce: a served call is a collx_iallreduce behind an MPICH generalized request
 // (requests.cc), so every MPI completion call accepts it. MPICH's MPI_Wait would only poll
 // it, so MPI_Wait is intercepted too (the C one, and mpi_f08's, which calls PMPI_Wait
 // itself): for a request of ours it calls collx_wait first. The first call on a communicator
 // without a libcollx communicator creates one, which blocks until every member makes that
-// call (as the first MPI_Allreduce does). Passed-through calls go to PMPI_Iallreduce as they
-// are (device buffers included). The datatypes and ops served are in types.cc.
+// call (as the first MPI_Allreduce does). Passed-through calls go to PMPI_Iallreduce, on
+// host copies of device buffers whose result is copied back when the operation completes
+// (requests.cc: MPI_Iallreduce is CUDA-aware too). The datatypes and ops served are in
+// types.cc.
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
 // communicator is created by whichever thread first reduces on it, possibly while other
@@ -41,8 +44,6 @@
 #include "collx/collx_mpi.h"
 #include "core/comm.h"
 #include "core/config.h"
-#include "memory/cuda_driver.h"
-#include "memory/host_mirror.h"
 #include "pmpi/preload.h"
 
 namespace collx_mpi {
@@ -145,6 +146,7 @@ void start(int provided) {
   }
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &g.keyval, nullptr);
   load_types();
+  set_host_copies(config.mpi_host_copies ? kAllBuffers : kDeviceBuffers);
   g.enabled = true;
 }
 
@@ -215,45 +217,9 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   return kServed;
 }
 
-// The MPI library's own MPI_Allreduce (fn kAllreduce) or MPI_Allreduce_c (kAllreduceC).
-int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
-                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  if (fn == kAllreduceC) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
-  return PMPI_Allreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm);
-}
-
-// A call libcollx does not serve goes to the MPI library, which may not be CUDA-aware: device
-// buffers go through host copies of the datatype's extent (the bytes between its true lower
-// bound and its true upper bound over `count` elements).
-int pass_through(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
-                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  collx::MemoryQuery* q = g.enabled ? collx::cuda_memory_query() : nullptr;
-  int device = -1;
-  const bool device_buffers = q != nullptr && count > 0 &&
-                              ((sendbuf != MPI_IN_PLACE && collx::device_memory(q, sendbuf, &device)) ||
-                               collx::device_memory(q, recvbuf, &device));
-  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  // A negative extent (a datatype laid out backwards) keeps the buffers as they are.
-  if (!device_buffers || PMPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS ||
-      PMPI_Type_get_true_extent(datatype, &true_lb, &true_extent) != MPI_SUCCESS || extent < 0 ||
-      true_extent < 0) {
-    return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
-  }
-  const collx::Extent e{true_lb, static_cast<size_t>(true_extent) +
-                                     static_cast<size_t>(count - 1) * static_cast<size_t>(extent)};
-  int rc = MPI_SUCCESS;
-  const collx::Status st = collx::with_host_copies(
-      q, collx::cuda_copy, sendbuf, recvbuf, MPI_IN_PLACE, e,
-      [&](const void* s, void* r) { rc = pmpi_allreduce(fn, s, r, count, datatype, op, comm); });
-  if (st.ok()) return rc;
-  std::fprintf(stderr, "libcollx_mpi: %s of device buffers failed: %s\n", kFnNames[fn],
-               st.message().c_str());
-  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-  return MPI_ERR_OTHER;
-}
-
 // What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
-// reason, then the failed ones, summed over the ranks.
+// reason, then the failed ones, then those passed through on host copies, summed over the
+// ranks.
 void print_counts(const char* fn, const long long* total) {
   long long passed = 0;
   for (int i = 1; i < kReasonCount; ++i) passed += total[i];
@@ -265,6 +231,10 @@ void print_counts(const char* fn, const long long* total) {
   }
   for (int i = 1; i < kReasonCount; ++i) {
     if (total[i] > 0) std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i], kReasonNames[i]);
+  }
+  if (total[kReasonCount + 1] > 0) {
+    std::fprintf(stderr, "libcollx_mpi:   %lld of the passed-through calls on host copies\n",
+                 total[kReasonCount + 1]);
   }
 }
 
@@ -278,7 +248,7 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);
-  if (why != kServed) return pass_through(fn, sendbuf, recvbuf, count, datatype, op, comm);
+  if (why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   const MpiProgress progress;
   if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
@@ -301,11 +271,7 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);
   if (why != kServed) {
-    if (fn == kIallreduceC) {
-      return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    }
-    return PMPI_Iallreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm,
-                           request);
+    return pmpi_iallreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request);
   }
   reap_orphans(false);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
@@ -332,19 +298,21 @@ int finish(MPI_Comm, int, void*, void*) {
     });
     for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, g.keyval);
     PMPI_Comm_free_keyval(&g.keyval);
+    set_host_copies(kNoBuffers);
     collx_finalize();
     g.enabled = false;
     g.off_reason = kNotReady;
   }
   if (g.verbose) {
-    // Per function: the calls per reason, then the failed ones; then how the served
-    // MPI_Iallreduce operations ended; last, the failed frees.
-    constexpr int kPer = kReasonCount + 1, kEndings = kFnCount * kPer;
+    // Per function: the calls per reason, then the failed ones, then the copied ones; then
+    // how the served MPI_Iallreduce operations ended; last, the failed frees.
+    constexpr int kPer = kReasonCount + 2, kEndings = kFnCount * kPer;
     constexpr int kAll = kEndings + kEndingCount + 1;
     long long local[kAll] = {}, total[kAll] = {};
     for (int f = 0; f < kFnCount; ++f) {
       for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
       local[f * kPer + kReasonCount] = g.counts[f].failed.load();
+      local[f * kPer + kReasonCount + 1] = g_copied[f].load();
     }
     for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
     local[kAll - 1] = g.free_failed.load();
@@ -431,7 +399,7 @@ __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf,
 // MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
 // thread if no thread has started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  wait_if_served(request);
+  wait_if_ours(request);
   return PMPI_Wait(request, status);
 }
 
@@ -447,7 +415,7 @@ __attribute__((visibility("default"))) void mpi_wait_f08_(MPI_Request* request, 
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  wait_if_served(request);
+  wait_if_ours(request);
   next(request, status, ierror);
 }
 

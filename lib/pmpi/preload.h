@@ -6,8 +6,10 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <memory>
 
 #include "collx/collx.h"
+#include "memory/host_mirror.h"
 #include "transport/transport.h"
 
 namespace collx_mpi {
@@ -49,6 +51,20 @@ bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind);
 // MPI's table of ops by type: bitwise ops on integers and bytes, the others on numbers.
 bool to_op(MPI_Op op, Kind kind, collx_op_t* o);
 
+// passthrough.cc: the calls libcollx does not serve go to the MPI library's own functions
+// (fn: which one), with host copies of the buffers that start() allows: none (libcollx not
+// started: the buffers' kinds cannot be asked), those in device memory (the default), or all
+// (COLLX_MPI_HOST_COPIES=1, a test of that path without a GPU). A non-blocking one on host
+// copies is behind a request of ours (start_copied_request). g_copied counts the calls on
+// host copies (COLLX_MPI_VERBOSE).
+enum HostCopiesOf { kNoBuffers, kDeviceBuffers, kAllBuffers };
+void set_host_copies(HostCopiesOf of);
+extern std::atomic<long long> g_copied[kFnCount];
+int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int pmpi_iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request);
+
 // requests.cc: a served MPI_Iallreduce is a collx request behind an MPICH generalized request.
 // How its operation ended (COLLX_MPI_VERBOSE): through collx_wait in the intercepted MPI_Wait
 // (C, or mpi_f08's), in the generalized request's wait_fn (MPI_Waitall), through collx_test in
@@ -58,10 +74,16 @@ extern std::atomic<long long> g_endings[kEndingCount];
 // Puts the posted operation `op` of function `fn` behind a new generalized request in
 // *request. If MPI has no request left, ends the operation and returns MPI's error.
 int start_request(Fn fn, collx_request_t op, MPI_Request* request);
-// MPI_Wait's part (C and mpi_f08): a request of a served MPI_Iallreduce whose operation has
-// not ended is waited for with collx_wait, with MPI's progress running (MPICH's wait then
-// finds it complete).
-void wait_if_served(const MPI_Request* request);
+// Puts MPI's request `inner` of a passed-through MPI_Iallreduce on the host copies `copies`
+// behind a new generalized request in *request, which completes once `inner` has and the
+// result is copied back. If MPI has no request left, ends the operation and returns MPI's
+// error.
+int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCopies> copies,
+                         MPI_Request* request);
+// MPI_Wait's part (C and mpi_f08): a request of ours whose operation has not ended is waited
+// for (collx_wait with MPI's progress running, or MPI_Wait on the inner request and the copy
+// back); MPICH's wait then finds it complete.
+void wait_if_ours(const MPI_Request* request);
 // Ends the operations whose requests the program freed (MPI_Request_free before completion,
 // after which nothing in MPI polls them): those done (at every served MPI_Iallreduce), or all
 // of them, waiting (at MPI_Finalize).

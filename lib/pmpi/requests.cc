@@ -1,9 +1,15 @@
-// A served MPI_Iallreduce: a collx_iallreduce behind an MPICH generalized request
-// (MPIX_Grequest_start), so every MPI completion call accepts it, mixed with MPI's own
-// requests. MPICH completes it through callbacks: MPI_Waitall calls wait_fn (collx_wait: the
-// operation may run on the waiting thread); MPI_Test*, MPI_Waitany and MPI_Waitsome call
-// poll_fn (collx_test, which waits for no rank to call in). MPICH's MPI_Wait would only poll,
-// so collx_mpi.cc intercepts it and calls wait_if_served first.
+// The requests of MPI_Iallreduce under the preload, behind MPICH generalized requests
+// (MPIX_Grequest_start), so every MPI completion call accepts them, mixed with MPI's own
+// requests. Two kinds:
+// - served: a collx_iallreduce;
+// - copied: a passed-through call on device buffers, which the MPI library runs on host
+//   copies (its own request, `inner`); the result is copied back when `inner` completes.
+// MPICH completes them through callbacks: MPI_Waitall calls wait_fn (collx_wait, or MPI_Wait
+// on `inner`: the operation may run on the waiting thread); MPI_Test*, MPI_Waitany and
+// MPI_Waitsome call poll_fn (collx_test or MPI_Test, which wait for no rank to call in).
+// MPICH's MPI_Wait would only poll, so collx_mpi.cc intercepts it and calls wait_if_ours
+// first.
+#include <cstdio>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -16,17 +22,21 @@ std::atomic<long long> g_endings[kEndingCount] = {};
 
 namespace {
 
-// One served MPI_Iallreduce, the extra state of its generalized request.
+// One MPI_Iallreduce operation of ours, the extra state of its generalized request.
 struct Pending {
-  collx_request_t request = nullptr;  // null once the operation completed
+  collx_request_t request = nullptr;  // served: null once the operation completed
+  MPI_Request inner = MPI_REQUEST_NULL;  // copied: MPI's request, null once completed
+  std::unique_ptr<collx::HostCopies> copies;  // copied: null once the result is back
   MPI_Request mpi = MPI_REQUEST_NULL;  // the generalized request
   int error = MPI_SUCCESS;             // what MPI's completion call reports
   Fn fn = kIallreduce;                 // which function posted it (for the statistics)
+  bool served = true;                  // a collx operation, not a copied one
+  bool ended() const { return request == nullptr && copies == nullptr; }
 };
 
-// Served MPI_Iallreduce operations not completed yet: by generalized request (for MPI_Wait),
-// and those whose request the program freed (MPI_Request_free) before they completed, which
-// nothing in MPI will poll again.
+// Operations of ours not completed yet: by generalized request (for MPI_Wait), and those
+// whose request the program freed (MPI_Request_free) before they completed, which nothing in
+// MPI will poll again.
 struct Requests {
   std::mutex mutex;
   std::unordered_map<MPI_Request, Pending*> pending;
@@ -42,14 +52,44 @@ void forget(Pending* p) {  // under g_requests.mutex
                                  std::memory_order_relaxed);
 }
 
-// The operation ended with `st` (collx_test or collx_wait set p->request to null): MPI's
-// completion call reports it (query_fn), then frees the request (free_fn).
-void complete(Pending* p, collx_status_t st, Ending how) {
-  g_endings[how].fetch_add(1, std::memory_order_relaxed);
-  if (st != COLLX_SUCCESS) {
-    report_failure(p->fn);
+// Waits for p's operation to end (`wait`), or tests it once. True once it has ended, with
+// what MPI's completion call reports in p->error (a failure said on stderr; `context` tells a
+// freed request's). A copied operation's MPI_Test runs MPI's progress, which in MPICH does not
+// poll generalized requests; `in_test` keeps it from coming back here all the same.
+thread_local bool in_test = false;
+bool advance(Pending* p, bool wait, const char* context = "") {
+  if (p->ended()) return true;
+  if (p->request != nullptr) {
+    const collx_status_t st = wait ? collx_wait(&p->request) : collx_test(&p->request);
+    if (st == COLLX_IN_PROGRESS) return false;
+    if (st != COLLX_SUCCESS) {
+      report_failure(p->fn, context);
+      p->error = MPI_ERR_OTHER;
+    }
+    return true;
+  }
+  if (in_test) return false;
+  int done = 1;
+  in_test = true;
+  const int rc = wait ? PMPI_Wait(&p->inner, MPI_STATUS_IGNORE)
+                      : PMPI_Test(&p->inner, &done, MPI_STATUS_IGNORE);
+  in_test = false;
+  if (rc == MPI_SUCCESS && !done) return false;
+  p->error = rc;
+  const collx::Status st = p->copies->copy_back();
+  if (!st.ok()) {
+    std::fprintf(stderr, "libcollx_mpi: %s%s of device buffers failed: %s\n", kFnNames[p->fn],
+                 context, st.message().c_str());
     p->error = MPI_ERR_OTHER;
   }
+  p->copies.reset();
+  return true;
+}
+
+// The operation ended (advance returned true): MPI's completion call reports it (query_fn),
+// then frees the request (free_fn). `how` is counted for served operations.
+void complete(Pending* p, Ending how) {
+  if (p->served) g_endings[how].fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(g_requests.mutex);
     forget(p);  // before the handle can be freed, and then reused for another request
@@ -68,7 +108,7 @@ int query_fn(void* state, MPI_Status* status) {
 
 int free_fn(void* state) {
   auto* p = static_cast<Pending*>(state);
-  if (p->request == nullptr) {
+  if (p->ended()) {
     delete p;
     return MPI_SUCCESS;
   }
@@ -85,10 +125,7 @@ int cancel_fn(void*, int) { return MPI_SUCCESS; }  // (cancelling a collective i
 
 int poll_fn(void* state, MPI_Status*) {
   auto* p = static_cast<Pending*>(state);
-  if (p->request != nullptr) {
-    const collx_status_t st = collx_test(&p->request);  // waits for no rank to call in
-    if (st != COLLX_IN_PROGRESS) complete(p, st, kByPoll);
-  }
+  if (!p->ended() && advance(p, false)) complete(p, kByPoll);
   return MPI_SUCCESS;
 }
 
@@ -96,20 +133,17 @@ int wait_fn(int count, void** states, double, MPI_Status*) {
   const MpiProgress progress;  // (MPICH calls wait_fn without its lock: MPI may be called)
   for (int i = 0; i < count; ++i) {
     auto* p = static_cast<Pending*>(states[i]);
-    if (p->request != nullptr) complete(p, collx_wait(&p->request), kByWaitFn);
+    if (!p->ended() && advance(p, true)) complete(p, kByWaitFn);
   }
   return MPI_SUCCESS;
 }
 
-}  // namespace
-
-int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
-  auto* p = new Pending();
-  p->fn = fn;
-  p->request = op;
+// Puts p behind a new generalized request in *request (or, if MPI has none left, ends its
+// operation and returns MPI's error).
+int start(Pending* p, MPI_Request* request) {
   const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
-  if (rc != MPI_SUCCESS) {  // (MPI is out of requests) the operation is posted: end it here
-    collx_wait(&p->request);
+  if (rc != MPI_SUCCESS) {
+    advance(p, true);
     delete p;
     *request = MPI_REQUEST_NULL;
     return rc;
@@ -124,7 +158,26 @@ int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-void wait_if_served(const MPI_Request* request) {
+}  // namespace
+
+int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
+  auto* p = new Pending();
+  p->fn = fn;
+  p->request = op;
+  return start(p, request);
+}
+
+int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCopies> copies,
+                         MPI_Request* request) {
+  auto* p = new Pending();
+  p->fn = fn;
+  p->served = false;
+  p->inner = inner;
+  p->copies = std::move(copies);
+  return start(p, request);
+}
+
+void wait_if_ours(const MPI_Request* request) {
   if (request == nullptr || g_requests.pending_count.load(std::memory_order_relaxed) == 0) return;
   Pending* p = nullptr;
   {
@@ -134,7 +187,7 @@ void wait_if_served(const MPI_Request* request) {
   }
   if (p == nullptr) return;
   const MpiProgress progress;
-  complete(p, collx_wait(&p->request), kByWait);
+  if (advance(p, true)) complete(p, kByWait);
 }
 
 void reap_orphans(bool wait) {
@@ -147,13 +200,11 @@ void reap_orphans(bool wait) {
   }
   std::vector<Pending*> left;
   for (Pending* p : mine) {
-    const collx_status_t st = wait ? collx_wait(&p->request) : collx_test(&p->request);
-    if (st == COLLX_IN_PROGRESS) {
+    if (!advance(p, wait, " (request freed)")) {
       left.push_back(p);
       continue;
     }
-    if (st != COLLX_SUCCESS) report_failure(p->fn, " (request freed)");
-    g_endings[kByOrphan].fetch_add(1, std::memory_order_relaxed);
+    if (p->served) g_endings[kByOrphan].fetch_add(1, std::memory_order_relaxed);
     delete p;
   }
   if (left.empty()) return;

@@ -5,7 +5,8 @@
 //   in-place matrix, and MPI_Allreduce_c, bitwise against the exact result and across ranks;
 // - calls the preload passes to the MPI library, which it gives host copies of the datatype's
 //   extent: user-defined ops on a derived contiguous type, on a strided vector whose gaps must
-//   come back untouched, and on MPI_INT;
+//   come back untouched, and on MPI_INT, through MPI_Allreduce and through MPI_Iallreduce
+//   (whose copies come back when it completes, in MPI_Wait, MPI_Waitall or MPI_Test);
 // - served MPI_Iallreduce on device buffers ended by MPI_Wait, MPI_Waitall and an MPI_Test
 //   loop, and one ended by MPI_Test on a thread that has never called CUDA.
 // Every ranks' output buffer has guard bytes after it. With --host the buffers are malloc'd
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -195,7 +197,44 @@ void int_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] += a[i];
 }
 
-// Passed to the MPI library through host copies of the datatype's extent.
+// One call the preload passes to the MPI library, with its input and exact result.
+struct PassedCall {
+  std::string what;
+  MPI_Datatype type;
+  MPI_Op op;
+  int count;
+  std::vector<uint8_t> in, want;
+};
+
+// The calls passed through, for `in_place`: a contiguous pair type, a strided vector whose
+// gaps must come back untouched, and a user-defined op on MPI_INT.
+std::vector<PassedCall> passed_calls(bool in_place, MPI_Op fsum, MPI_Op isum) {
+  std::vector<PassedCall> calls;
+  const std::string how = in_place ? " in place" : "";
+  const int pairs = 5003;
+  calls.push_back({"contiguous pair type" + how, g_pair, fsum, pairs,
+                   input(COLLX_FLOAT32, COLLX_SUM, 2 * pairs),
+                   expected(COLLX_FLOAT32, COLLX_SUM, 2 * pairs)});
+  // The gaps hold kGap in the input, so in place they keep it; otherwise they keep the
+  // receive buffer's poison.
+  constexpr uint8_t kGap = 0x5a;
+  const size_t floats = 2 * static_cast<size_t>(kStrided) - 1;
+  std::vector<uint8_t> in = input(COLLX_FLOAT32, COLLX_SUM, floats);
+  for (size_t i = 1; i < floats; i += 2) std::memset(&in[4 * i], kGap, 4);
+  std::vector<uint8_t> want(4 * floats, in_place ? kGap : kPoison);
+  const std::vector<uint8_t> sums = expected(COLLX_FLOAT32, COLLX_SUM, floats);
+  for (size_t i = 0; i < floats; i += 2) std::memcpy(&want[4 * i], &sums[4 * i], 4);
+  calls.push_back({"strided vector type" + how + " (gaps untouched)", g_strided, fsum, 1, in,
+                   want});
+  const int count = 30011;
+  calls.push_back({"user-defined op" + how, MPI_INT, isum, count,
+                   input(COLLX_INT32, COLLX_SUM, count), expected(COLLX_INT32, COLLX_SUM, count)});
+  return calls;
+}
+
+// Passed to the MPI library through host copies of the datatype's extent: MPI_Allreduce, and
+// MPI_Iallreduce (the last as MPI_Iallreduce_c) whose copies come back when it completes,
+// ended by MPI_Wait, MPI_Waitall beside a served one, and an MPI_Test loop.
 void passed_through() {
   MPI_Type_contiguous(2, MPI_FLOAT, &g_pair);
   MPI_Type_commit(&g_pair);
@@ -205,39 +244,44 @@ void passed_through() {
   MPI_Op_create(float_sum, 1, &fsum);
   MPI_Op_create(int_sum, 1, &isum);
   for (bool in_place : {false, true}) {
-    const std::string how = in_place ? " in place" : "";
-    const size_t pairs = 5003;
-    {
-      const Buffers b(input(COLLX_FLOAT32, COLLX_SUM, 2 * pairs), in_place);
-      expect(MPI_Allreduce(b.send_arg(), b.recv, static_cast<int>(pairs), g_pair, fsum,
-                           MPI_COMM_WORLD) == MPI_SUCCESS,
-             "contiguous pair type" + how + ": return code");
-      check(b, expected(COLLX_FLOAT32, COLLX_SUM, 2 * pairs), "contiguous pair type" + how);
-    }
-    {
-      // The gaps hold kGap in the input, so in place they keep it; otherwise they keep the
-      // receive buffer's poison.
-      constexpr uint8_t kGap = 0x5a;
-      const size_t floats = 2 * static_cast<size_t>(kStrided) - 1;
-      std::vector<uint8_t> in = input(COLLX_FLOAT32, COLLX_SUM, floats);
-      for (size_t i = 1; i < floats; i += 2) std::memset(&in[4 * i], kGap, 4);
-      std::vector<uint8_t> want(4 * floats, in_place ? kGap : kPoison);
-      const std::vector<uint8_t> sums = expected(COLLX_FLOAT32, COLLX_SUM, floats);
-      for (size_t i = 0; i < floats; i += 2) std::memcpy(&want[4 * i], &sums[4 * i], 4);
-      const Buffers b(in, in_place);
-      expect(MPI_Allreduce(b.send_arg(), b.recv, 1, g_strided, fsum, MPI_COMM_WORLD) ==
+    for (const PassedCall& c : passed_calls(in_place, fsum, isum)) {
+      const Buffers b(c.in, in_place);
+      expect(MPI_Allreduce(b.send_arg(), b.recv, c.count, c.type, c.op, MPI_COMM_WORLD) ==
                  MPI_SUCCESS,
-             "strided vector type" + how + ": return code");
-      check(b, want, "strided vector type" + how + " (gaps untouched)");
+             c.what + ": return code");
+      check(b, c.want, c.what);
     }
-    const size_t count = 30011;
-    {
-      const Buffers b(input(COLLX_INT32, COLLX_SUM, count), in_place);
-      expect(MPI_Allreduce(b.send_arg(), b.recv, static_cast<int>(count), MPI_INT, isum,
-                           MPI_COMM_WORLD) == MPI_SUCCESS,
-             "user-defined op" + how + ": return code");
-      check(b, expected(COLLX_INT32, COLLX_SUM, count), "user-defined op" + how);
+    const std::vector<PassedCall> calls = passed_calls(in_place, fsum, isum);
+    std::vector<std::unique_ptr<Buffers>> bufs;
+    MPI_Request reqs[4];
+    for (size_t k = 0; k < calls.size(); ++k) {
+      const PassedCall& c = calls[k];
+      bufs.push_back(std::make_unique<Buffers>(c.in, in_place));
+      const int rc = k + 1 < calls.size()
+                         ? MPI_Iallreduce(bufs[k]->send_arg(), bufs[k]->recv, c.count, c.type,
+                                          c.op, MPI_COMM_WORLD, &reqs[k])
+                         : MPI_Iallreduce_c(bufs[k]->send_arg(), bufs[k]->recv, c.count, c.type,
+                                            c.op, MPI_COMM_WORLD, &reqs[k]);
+      expect(rc == MPI_SUCCESS, "MPI_Iallreduce post, " + c.what);
     }
+    const int served_count = 4099;
+    const Buffers served(input(COLLX_FLOAT32, COLLX_SUM, served_count), in_place);
+    expect(MPI_Iallreduce(served.send_arg(), served.recv, served_count, MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD, &reqs[3]) == MPI_SUCCESS,
+           "MPI_Iallreduce post, served beside passed-through ones");
+    expect(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Wait, " + calls[0].what);
+    MPI_Request mixed[2] = {reqs[1], reqs[3]};
+    expect(MPI_Waitall(2, mixed, MPI_STATUSES_IGNORE) == MPI_SUCCESS,
+           "MPI_Waitall, " + calls[1].what + " and a served one");
+    for (int done = 0; !done;) {
+      expect(MPI_Test(&reqs[2], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS,
+             "MPI_Test, " + calls[2].what);
+    }
+    for (size_t k = 0; k < calls.size(); ++k) {
+      check(*bufs[k], calls[k].want, "MPI_Iallreduce " + calls[k].what);
+    }
+    check(served, expected(COLLX_FLOAT32, COLLX_SUM, served_count),
+          "MPI_Iallreduce served beside passed-through ones");
   }
   MPI_Op_free(&fsum);
   MPI_Op_free(&isum);
