@@ -4,6 +4,9 @@
 //    compared across ranks;
 //  - several communicators at once (world, a split, a reversed world) used interleaved;
 //  - 100 iallreduces of different sizes waited in reverse order;
+//  - random batches of iallreduces (sizes across the algorithms' bounds, every dtype x op,
+//    in place or not) completed in a different random order on each rank, by tests and
+//    waits, with blocking calls on a second communicator in between;
 //  - bad configuration fails on every rank with an error naming the bad token.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <mpi.h>
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -189,6 +193,87 @@ void nonblocking() {
   expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
 }
 
+// Random batches of 1 - 4 iallreduces on one communicator (the same calls on every rank, from
+// one seed) completed in a random order of each rank's own, half by collx_test loops and half
+// by collx_wait, with a blocking allreduce on a second communicator between the posts and the
+// completions every other batch. Each result bitwise against the exact one, with 16 guard
+// bytes that must stay untouched.
+void random_orders() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  collx_comm_t a = create(MPI_COMM_WORLD, nullptr, nullptr), b = create(dup, nullptr, nullptr);
+  const size_t counts[] = {0, 1, static_cast<size_t>(p) - 1, static_cast<size_t>(p) + 1, 100,
+                           1024, 4099, 16384, 65539, 262147};
+  const std::vector<collx_dtype_t> dtypes = all_dtypes();
+  const std::vector<collx_op_t> ops = all_ops();
+  std::mt19937 shared(12345), mine(777u + static_cast<unsigned>(g_rank));
+  constexpr uint8_t kGuard = 0xcd;
+  struct Call {
+    collx_dtype_t d;
+    collx_op_t o;
+    size_t count;
+    bool in_place;
+    std::vector<uint8_t> in, out;
+    collx_request_t r = nullptr;
+  };
+  for (int batch = 0; batch < 60 && a != nullptr && b != nullptr; ++batch) {
+    std::vector<Call> calls(1 + shared() % 4);
+    for (Call& c : calls) {
+      do {
+        c.d = dtypes[shared() % dtypes.size()];
+        c.o = ops[shared() % ops.size()];
+      } while (!op_valid(c.d, c.o));
+      c.count = counts[shared() % std::size(counts)];
+      c.in_place = shared() % 2 == 1;
+      const size_t bytes = c.count * collx_dtype_size(c.d);
+      c.in.resize(bytes);
+      fill_input(c.d, c.o, g_rank, c.count, c.in.data());
+      c.out.assign(bytes + 16, kGuard);
+      if (c.in_place) std::copy(c.in.begin(), c.in.end(), c.out.begin());
+      expect(collx_iallreduce(c.in_place ? COLLX_IN_PLACE : c.in.data(), c.out.data(), c.count,
+                              c.d, c.o, a, &c.r) == COLLX_SUCCESS,
+             "random orders: post");
+    }
+    if (batch % 2 == 0) {
+      const size_t count = counts[shared() % std::size(counts)];
+      std::vector<int64_t> x(count), want(count);
+      fill_input(COLLX_INT64, COLLX_MAX, g_rank, count, x.data());
+      fill_expected(COLLX_INT64, COLLX_MAX, p, count, want.data());
+      expect(collx_allreduce(COLLX_IN_PLACE, x.data(), count, COLLX_INT64, COLLX_MAX, b) ==
+                     COLLX_SUCCESS &&
+                 x == want,
+             "random orders: blocking on the second communicator, count " +
+                 std::to_string(count));
+    }
+    std::vector<size_t> order(calls.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), mine);
+    for (size_t i : order) {
+      Call& c = calls[i];
+      collx_status_t st = COLLX_IN_PROGRESS;
+      if (mine() % 2 == 0) {
+        const double end = MPI_Wtime() + 60;
+        while (st == COLLX_IN_PROGRESS && MPI_Wtime() < end) st = collx_test(&c.r);
+        if (st == COLLX_IN_PROGRESS) collx_wait(&c.r);  // (fails below) not left running
+      } else {
+        st = collx_wait(&c.r);
+      }
+      const size_t bytes = c.count * collx_dtype_size(c.d);
+      std::vector<uint8_t> want(bytes + 16, kGuard);
+      fill_expected(c.d, c.o, p, c.count, want.data());
+      expect(st == COLLX_SUCCESS && c.out == want,
+             std::string("random orders: batch ") + std::to_string(batch) + ", " +
+                 collx_dtype_name(c.d) + " " + collx_op_name(c.o) + " count " +
+                 std::to_string(c.count) + (c.in_place ? " in place" : ""));
+    }
+  }
+  if (a != nullptr) expect(collx_comm_destroy(a) == COLLX_SUCCESS, "destroy");
+  if (b != nullptr) expect(collx_comm_destroy(b) == COLLX_SUCCESS, "destroy");
+  MPI_Comm_free(&dup);
+}
+
 // Completion by collx_test loops, first with rank 0 polling while the others wait, then with
 // every rank polling. Twice: on the job's nodes, then on two pretended ones (even and odd
 // ranks), where the ranks tell each other what they started by messages (announcements)
@@ -347,6 +432,7 @@ int main(int argc, char** argv) {
   }
   several_comms();
   nonblocking();
+  random_orders();
   polling();
   check_mode();
   bad_config();

@@ -94,16 +94,16 @@ int pmpi_iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
     *request = MPI_REQUEST_NULL;
     return rc;
   }
-  MPI_Request* mpi_request = request;
+  const auto mpi_iallreduce = [&](const void* send, void* recv, MPI_Request* req) {
+    return fn == kIallreduceC
+               ? PMPI_Iallreduce_c(send, recv, count, datatype, op, comm, req)
+               : PMPI_Iallreduce(send, recv, static_cast<int>(count), datatype, op, comm, req);
+  };
+  if (!h->any()) return mpi_iallreduce(sendbuf, recvbuf, request);
   MPI_Request inner = MPI_REQUEST_NULL;
-  if (h->any()) mpi_request = &inner;
-  const int mpi_rc =
-      fn == kIallreduceC
-          ? PMPI_Iallreduce_c(h->send(), h->recv(), count, datatype, op, comm, mpi_request)
-          : PMPI_Iallreduce(h->send(), h->recv(), static_cast<int>(count), datatype, op, comm,
-                            mpi_request);
-  if (!h->any() || mpi_rc != MPI_SUCCESS) {
-    if (h->any()) *request = MPI_REQUEST_NULL;
+  const int mpi_rc = mpi_iallreduce(h->send(), h->recv(), &inner);
+  if (mpi_rc != MPI_SUCCESS) {
+    *request = MPI_REQUEST_NULL;
     return mpi_rc;
   }
   return start_copied_request(fn, inner, std::move(h), request);
