@@ -62,9 +62,10 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
 
 UcxTransport::~UcxTransport() {
   stop_announcing();
-  // Releases every endpoint; the last user closes it (forcibly where the peer failed, or
-  // after an error: nothing is owed to a peer then) and flushes it; past the deadline,
-  // whatever is left is dropped.
+  // Releases every endpoint. The worker keeps one whose last user this was for the next
+  // communicator with that peer, but for a failed peer or after an error (nothing is owed to
+  // a peer then), where it is closed forcibly here; past the deadline, whatever is left is
+  // dropped.
   std::vector<void*> closing;
   {
     LockGuard g(worker_);

@@ -74,17 +74,27 @@ class UcxWorker {
   // The endpoint to the peer of `w` at `address` (on this node: `local`), created on first
   // use; each user releases it once. Call under the lock.
   Status endpoint(PeerWatch* w, const std::vector<uint8_t>& address, bool local, ucp_ep_h* out);
-  // Releases one use; the last closes the endpoint (forcibly if `force` or the peer failed)
-  // and returns the close request, if any, for the caller to complete. Call under the lock.
+  // Releases one use. The last keeps the endpoint open for the next communicator with that
+  // peer, as MPI libraries keep one connection per peer until they finalize: closing it
+  // gracefully needs the peer to answer, which it may not do for seconds (it has gone on to
+  // other work), and opening it again costs a round trip. Only where `force` (after an error)
+  // or the peer failed does the last close it, forcibly, and return the close request, if
+  // any, for the caller to complete. The worker's destructor closes those kept. Call under the
+  // lock.
   void* release_endpoint(PeerWatch* w, bool force);
   // Incremented by every reported peer failure: a waiter rescans its peers only when it moves.
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+
+  // How long the destructor waits for peers to answer the closing of the endpoints kept.
+  static constexpr double kCloseSeconds = 5;
 
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
  private:
   UcxWorker() = default;
+  // Closes w's endpoint (forcibly or gracefully), whatever its users; returns the request.
+  void* close_endpoint(PeerWatch* w, bool force);
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;

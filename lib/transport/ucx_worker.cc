@@ -111,6 +111,18 @@ Status UcxWorker::create(UcxWorker** out) {
 }
 
 UcxWorker::~UcxWorker() {
+  // The endpoints kept after their last communicator, closed gracefully (the data sent on
+  // them is delivered) where the peer is alive. Every communicator is gone, so a peer either
+  // finalizes too (and answers while it waits for its own closes) or has exited (its
+  // connections report that at once); one that answers neither is given up after a bound.
+  std::vector<void*> closing;
+  for (auto& [address, w] : watches_) {
+    if (w->ep == nullptr) continue;
+    void* req = close_endpoint(w.get(), w->status.load() != UCS_OK);
+    if (req != nullptr) closing.push_back(req);
+  }
+  ucs_status_t ignored = UCS_OK;
+  if (!closing.empty()) complete_all(closing, kCloseSeconds, &ignored);
   for (auto& [address, w] : watches_) {
     if (w->pidfd >= 0) close(w->pidfd);
   }
@@ -153,13 +165,19 @@ Status UcxWorker::endpoint(PeerWatch* w, const std::vector<uint8_t>& address, bo
 
 void* UcxWorker::release_endpoint(PeerWatch* w, bool force) {
   if (w->ep == nullptr || --w->ep_users > 0) return nullptr;
+  if (!force && w->status.load() == UCS_OK) return nullptr;  // kept for the next user
+  return close_endpoint(w, true);
+}
+
+void* UcxWorker::close_endpoint(PeerWatch* w, bool force) {
   ucp_request_param_t p{};
-  if (force || w->status.load() != UCS_OK) {
+  if (force) {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
   }
   void* req = ucp_ep_close_nbx(w->ep, &p);
   w->ep = nullptr;
+  w->ep_users = 0;
   return UCS_PTR_IS_PTR(req) ? req : nullptr;
 }
 
