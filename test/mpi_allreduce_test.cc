@@ -7,7 +7,11 @@
 //  - random batches of iallreduces (sizes across the algorithms' bounds, every dtype x op,
 //    in place or not) completed in a different random order on each rank, by tests and
 //    waits, with blocking calls on a second communicator in between;
-//  - bad configuration fails on every rank with an error naming the bad token.
+//  - bad configuration fails on every rank with an error naming the bad token;
+//  - with EXPECT_NO_SHM=1 (test/no_shm_shim.cc preloaded into some rank, which then cannot
+//    create or attach the node's segment): every rank falls back to the point-to-point
+//    algorithms by default, with correct results, and a forced shared-memory algorithm is an
+//    error on every rank.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <mpi.h>
 
@@ -382,6 +386,30 @@ void bad_config() {
   }
 }
 
+// EXPECT_NO_SHM=1: some rank of this one-node job cannot create or attach the shared segment.
+void no_shared_memory() {
+  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  if (c == nullptr) return;
+  for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{16} << 20}) {
+    const char* algo = collx_comm_algorithm(c, bytes);
+    expect(algo != nullptr && std::strncmp(algo, "shm_", 4) != 0,
+           "without the segment, " + std::to_string(bytes) + " bytes take " +
+               (algo ? algo : "(none)"));
+  }
+  matrix(c, MPI_COMM_WORLD, "without the segment");
+  expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+  collx_status_t st = COLLX_SUCCESS;
+  {
+    ScopedEnv forced("COLLX_ALLREDUCE_ALGO", "shm_two_shot");
+    st = collx_comm_create_mpi(MPI_COMM_WORLD, &c);
+  }
+  expect(st == COLLX_ERR_TRANSPORT && c == nullptr &&
+             std::strstr(collx_last_error(), "shared memory unavailable") != nullptr,
+         std::string("shm_two_shot forced without the segment is an error: ") +
+             collx_last_error());
+  if (c != nullptr) collx_comm_destroy(c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -436,6 +464,8 @@ int main(int argc, char** argv) {
   polling();
   check_mode();
   bad_config();
+  const char* no_shm = std::getenv("EXPECT_NO_SHM");
+  if (no_shm != nullptr && std::strcmp(no_shm, "1") == 0) no_shared_memory();
   expect(collx_finalize() == COLLX_SUCCESS, "finalize");
   return mpi_finish(g_passed, g_failed);
 }
