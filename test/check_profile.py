@@ -46,5 +46,17 @@ check(all(isinstance(caches.get(k), int) and caches[k] >= 0 for k in keys), f"ca
 check(all(caches.get(k) == 0 for k in keys[2:]), f"IPC counters on host buffers: {caches}")
 check("# caches (all ranks)" in run.stderr, "no cache line in the table")
 check("libcollx allreduce profile" in run.stderr, "rank 0 printed no table")
-print(f"{21 * 5 + 5 - failed} passed, {failed} failed")
+
+# A profile file that cannot be written: rank 0's destroy says so (after printing the table),
+# the communicator is freed all the same (finalize succeeds), and the other ranks are unaffected.
+missing = "/nonexistent-collx-dir/profile.json"
+env = dict(os.environ, COLLX_PROFILE="1", COLLX_PROFILE_FILE=missing)
+run = subprocess.run([mpiexec, "-n", str(ranks), program], env=env, capture_output=True,
+                     text=True, timeout=300)
+check(run.returncode != 0, "an unwritable COLLX_PROFILE_FILE went unreported")
+check(f"destroy: COLLX_PROFILE_FILE={missing}: cannot write: No such file or directory"
+      in run.stderr, "destroy's error: " + run.stderr[-2000:])
+check(run.stderr.count("profile_test:") == 1, "errors besides rank 0's destroy: " + run.stderr[-2000:])
+check("libcollx allreduce profile" in run.stderr, "no table before the failed write")
+print(f"{21 * 5 + 9 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

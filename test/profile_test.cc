@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "profile_test: destroy: %s\n", collx_last_error());
     rc = 1;
   }
-  collx_finalize();
+  if (collx_finalize() != COLLX_SUCCESS) {  // a destroy that failed still freed everything
+    std::fprintf(stderr, "profile_test: finalize: %s\n", collx_last_error());
+    rc = 1;
+  }
   MPI_Finalize();
   return rc;
 }

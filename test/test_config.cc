@@ -61,6 +61,18 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.cuda_ipc_min == 0);
   CHECK(c.cuda_ipc_min_timesliced == 64 << 10);
 
+  // The bounds themselves are accepted.
+  REQUIRE(load({"COLLX_SHM_CHUNK=4K", "COLLX_STAGING_CHUNK=1G", "COLLX_CUDA_FLAGS_MAX=0",
+                "COLLX_SPIN=1000000000"}, &c).ok());
+  CHECK(c.shm_chunk == 4096);
+  CHECK(c.staging_chunk == size_t{1} << 30);
+  CHECK(c.cuda_flags_max == 0);
+  CHECK(c.spin == 1000000000);
+  REQUIRE(load({"COLLX_SHM_CHUNK=1G", "COLLX_STAGING_CHUNK=4K", "COLLX_CUDA_FLAGS_MAX=1G"}, &c).ok());
+  CHECK(c.shm_chunk == size_t{1} << 30);
+  CHECK(c.staging_chunk == 4096);
+  CHECK(c.cuda_flags_max == size_t{1} << 30);
+
   Status s = load({"COLLX_TIMEOUTT=3"}, &c);
   CHECK(s.code() == COLLX_ERR_CONFIG);
   CHECK(s.message().find("COLLX_TIMEOUTT") != std::string::npos);
@@ -68,7 +80,14 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
                           "COLLX_TIMEOUT=inf", "COLLX_TIMEOUT=1e8", "COLLX_TIMEOUT=nan", "COLLX_RING_SEGMENT=0", "COLLX_RING_SEGMENT=big",
                           "COLLX_SPIN=-3", "COLLX_CUDA_IPC_MIN=-1", "COLLX_CUDA_IPC_MIN_TIMESLICED=2Q",
                           "COLLX_SHM_STORES=", "COLLX_SHM_STORES=nt", "COLLX_SHM_AREAS=1",
-                          "COLLX_SHM_AREAS=17", "COLLX_SHM_AREAS=4K", "COLLX_SHM_AREAS=two"}) {
+                          "COLLX_SHM_AREAS=17", "COLLX_SHM_AREAS=4K", "COLLX_SHM_AREAS=two",
+                          "COLLX_SHM_CHUNK=2K", "COLLX_SHM_CHUNK=4100", "COLLX_SHM_CHUNK=2G",
+                          "COLLX_STAGING_CHUNK=1K", "COLLX_STAGING_CHUNK=2G",
+                          "COLLX_CUDA_FLAGS_MAX=2G", "COLLX_CUDA_FLAGS_MAX=-1",
+                          "COLLX_CUDA_TWO_SHOT=1.5M", "COLLX_CMA_MIN=-1", "COLLX_ASYNC_MIN=x",
+                          "COLLX_SPIN=1000000001", "COLLX_CHECK=2", "COLLX_MPI=yes",
+                          "COLLX_PROFILE=true", "COLLX_CUDA=on", "COLLX_MPI_HOST_COPIES=",
+                          "COLLX_MPI_VERBOSE=10"}) {
     INFO(bad);
     s = load({bad}, &c);
     CHECK(s.code() == COLLX_ERR_CONFIG);
