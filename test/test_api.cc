@@ -63,6 +63,24 @@ TEST_CASE("calls before collx_init fail cleanly") {
   CHECK(c == nullptr);
 }
 
+TEST_CASE("collx_init: a UCX that cannot start is an error, and a later init works") {
+  {
+    ScopedEnv tls("UCX_TLS", "no-such-transport");
+    CHECK(collx_init() == COLLX_ERR_TRANSPORT);
+    CHECK(says("UCX could not start: ucp_init failed"));
+    CHECK(says("UCX_TLS"));
+    CHECK(collx_init() == COLLX_ERR_TRANSPORT);  // nothing was left half made
+    CHECK(collx_finalize() == COLLX_ERR_NOT_INITIALIZED);
+  }
+  REQUIRE(collx_init() == COLLX_SUCCESS);
+  collx_comm_t c = make_self();
+  float x = 2;
+  CHECK(collx_allreduce(COLLX_IN_PLACE, &x, 1, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_SUCCESS);
+  CHECK(x == 2);
+  CHECK(collx_comm_destroy(c) == COLLX_SUCCESS);
+  CHECK(collx_finalize() == COLLX_SUCCESS);
+}
+
 TEST_CASE("collx_comm_create validates its arguments") {
   Init init;
   collx_comm_t c = nullptr;

@@ -84,9 +84,12 @@ Status UcxWorker::create(UcxWorker** out) {
   params.mt_workers_shared = 0;
   s = ucp_init(&params, config, &w->context_);
   ucp_config_release(config);
-  if (s != UCS_OK) {
+  if (s != UCS_OK) {  // most often a UCX_TLS or UCX_NET_DEVICES that leaves nothing usable
     delete w;
-    return ucx_error("ucp_init", s);
+    return error(COLLX_ERR_TRANSPORT,
+                 "UCX could not start: ucp_init failed: %s (UCX says why on stderr; check "
+                 "UCX_TLS and UCX_NET_DEVICES; ucx_info -d lists what this machine has)",
+                 ucs_status_string(s));
   }
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
