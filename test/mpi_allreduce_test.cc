@@ -386,6 +386,48 @@ void bad_config() {
   }
 }
 
+// --disagree: rank 0 passes n elements, the others n + n/2 + 1, without COLLX_CHECK, to every
+// algorithm, over messages sent whole and (n = 2^16 float32: 256 KiB) as one-copy offers.
+// Every rank must get an error (a mismatch, or the deadline of 2 s; never a success), within
+// the deadline plus a second, with its send buffer unchanged and nothing written past its
+// count; destroying the communicator frees it, and a new one works.
+void disagree() {
+  ScopedEnv deadline("COLLX_TIMEOUT", "2");
+  for (const char* algo : {"recursive_doubling", "rabenseifner", "ring", "shm_one_shot",
+                           "shm_two_shot", "shm_cma"}) {
+    for (size_t n : {size_t{10}, size_t{1} << 16}) {
+      collx_comm_t c = create(MPI_COMM_WORLD, algo, nullptr);
+      if (c == nullptr) return;
+      const size_t count = g_rank == 0 ? n : n + n / 2 + 1;
+      std::vector<float> send(count + 16, 1.f), recv(count + 16, -3.f);
+      const double start = MPI_Wtime();
+      const collx_status_t st =
+          collx_allreduce(send.data(), recv.data(), count, COLLX_FLOAT32, COLLX_SUM, c);
+      const double took = MPI_Wtime() - start;
+      const std::string what = std::string(algo) + " n=" + std::to_string(n) + ": ";
+      expect(st == COLLX_ERR_MISMATCH || st == COLLX_ERR_TIMEOUT,
+             what + "counts that differ are an error, got " + collx_strerror(st) +
+                 (st == COLLX_SUCCESS ? "" : std::string(" (") + collx_last_error() + ")"));
+      expect(took < 3.0, what + "the error came within the deadline: " + std::to_string(took) + " s");
+      expect(std::all_of(send.begin(), send.end(), [](float v) { return v == 1.f; }),
+             what + "send buffer unchanged");
+      expect(std::all_of(recv.begin() + static_cast<long>(count), recv.end(),
+                         [](float v) { return v == -3.f; }),
+             what + "nothing written past the count");
+      collx_comm_destroy(c);  // its status is the failure's
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  if (c == nullptr) return;
+  int32_t v = g_rank, sum = 0;
+  expect(collx_allreduce(&v, &sum, 1, COLLX_INT32, COLLX_SUM, c) == COLLX_SUCCESS, "afterwards");
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  expect(sum == p * (p - 1) / 2, "afterwards: the result");
+  expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+}
+
 // EXPECT_NO_SHM=1: some rank of this one-node job cannot create or attach the shared segment.
 void no_shared_memory() {
   collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
@@ -432,6 +474,11 @@ int main(int argc, char** argv) {
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
   std::vector<Mode> run(std::begin(modes), std::end(modes));
+  if (argc > 1 && std::strcmp(argv[1], "--disagree") == 0) {
+    disagree();
+    expect(collx_finalize() == COLLX_SUCCESS, "finalize");
+    return mpi_finish(g_passed, g_failed);
+  }
   const Placement where = placement();
   {  // collx_comm_node: the placement COLLX_NODE gives (one node where it is unset)
     collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);

@@ -205,7 +205,7 @@ TEST_CASE("shared memory with the smallest chunk: messages far larger than the s
   }
 }
 
-// shm_one_shot carries messages of up to 56 bytes in its flag lines (two, used by epoch
+// shm_one_shot carries messages of up to 48 bytes in its flag lines (two, used by epoch
 // parity) and larger ones in the slots: runs of small calls of every size around that limit,
 // between large ones, so that each kind of epoch follows each kind, in both parities.
 TEST_CASE("shm_one_shot: messages in the flag lines and in the slots, in any order") {
@@ -559,6 +559,48 @@ TEST_CASE("ranks that disagree on the count get a mismatch error, not corruption
     TCHECK(!st.ok());
     for (size_t i = count; i < v.size(); ++i) TCHECK(v[i] == 1.f);  // nothing written past the end
   });
+}
+
+// The shared-memory algorithms compare every rank's call (count, dtype, op) in its first epoch
+// (algo/shm_sync.h): a rank that differs in any of them is a mismatch on every rank, naming
+// both calls, with nothing written past the count; before, they reduced unrelated bytes and
+// returned success. Messages in the flag lines (2 elements), in the slots, over several
+// epochs (a 4 KiB chunk), read across processes' memory (shm_cma).
+TEST_CASE("shared memory: ranks whose calls differ all get a mismatch naming both calls") {
+  struct Call {
+    size_t count;
+    collx_dtype_t dtype;
+    collx_op_t op;
+  };
+  for (const char* algo : {"shm_one_shot", "shm_two_shot", "shm_cma"}) {
+    for (size_t n : {size_t{2}, size_t{1000}, size_t{5000}}) {
+      for (const Call odd : {Call{n + 1, COLLX_FLOAT32, COLLX_SUM}, Call{n, COLLX_INT32, COLLX_SUM},
+                             Call{n, COLLX_FLOAT32, COLLX_MAX}}) {
+        Config c = config_for(algo, 4096);
+        c.shm_chunk = 4096;
+        c.timeout_s = 5;
+        const int p = 3;
+        run_ranks(p, {c}, [&](int rank, std::vector<Comm*>& comms) {
+          const Call mine = rank == 1 ? odd : Call{n, COLLX_FLOAT32, COLLX_SUM};
+          std::vector<float> v(mine.count + 16, 1.f);
+          Reducer red;
+          TCHECK(make_reducer(mine.dtype, mine.op, &red).ok());
+          const Status st = comms[0]->allreduce(
+              AllreduceOp{v.data(), v.data(), mine.count, red, mine.dtype, mine.op});
+          const std::string other = rank == 1 ? "rank 0" : "rank 1";
+          const bool ok =
+              st.code() == COLLX_ERR_MISMATCH &&
+              st.message().find("comparing calls with " + other) != std::string::npos &&
+              st.message().find("every rank must pass the same count") != std::string::npos &&
+              std::all_of(v.begin() + static_cast<long>(mine.count), v.end(),
+                          [](float x) { return x == 1.f; });
+          std::lock_guard<std::mutex> g(catch_mutex());
+          INFO(algo << " n=" << n << " rank " << rank << ": " << st.message());
+          CHECK(ok);
+        });
+      }
+    }
+  }
 }
 
 TEST_CASE("non-blocking operations complete in posting order, waited in any order") {

@@ -11,7 +11,7 @@
 //               synchronisations. What it writes for the others, it writes with streaming
 //               or ordinary stores, whichever this rank measured faster (algo/store_choice.h).
 //
-// A one-shot message of at most 56 bytes skips the slots: it travels in the line of the flag
+// A one-shot message of at most 48 bytes skips the slots: it travels in the line of the flag
 // that announces it (ShmInline), which halves the cache-line transfers a peer waits for.
 //
 // Both reduce in rank order (s0 op s1 op s2 ...), so results are bitwise identical on all
@@ -20,7 +20,8 @@
 // only after it saw every rank's `ready` of epoch e-1 (for a message in the flag lines, their
 // epoch), which every rank publishes only after it has finished epoch e-2 (epochs run in
 // order on every rank). So the fast path is one flag store and one wait per epoch (two for
-// the two-shot). More than two areas cost segment memory but pay where another CPU's cache
+// the two-shot). In a call's first epoch, every rank also checks that all made the same call
+// (count, datatype, op: algo/shm_sync.h), from the line its wait has just read. More than two areas cost segment memory but pay where another CPU's cache
 // still holds what a rank overwrites: taking lines back from it is slow (PERFORMANCE.md,
 // "Areas used in turn").
 //
@@ -50,6 +51,20 @@ namespace {
 Status wait_all(const AllreduceArgs& a, ShmFlag ShmRankFlags::*which, uint64_t epoch,
                 const char* what) {
   return shm_wait_all(a.t, *a.shm, which, epoch, what);
+}
+
+// Publishes this rank's `ready` of epoch e and waits for every rank's. In a call's first epoch
+// (`first`), the call's word goes beside it, and every rank's is checked (shm_sync.h).
+Status ready_all(const AllreduceArgs& a, uint64_t e, bool first, const char* what) {
+  ShmChannel& ch = *a.shm;
+  const uint64_t word = shm_call_word(a.count, a.red.kind);
+  if (first) ch.flags(ch.rank()).ready.call[e & 1].store(word, std::memory_order_relaxed);
+  shm_publish(ch, &ShmRankFlags::ready, e);
+  COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, what));
+  if (!first) return Status();
+  return shm_check_calls(
+      a.t, ch, [&](int q) { return ch.flags(q).ready.call[e & 1].load(std::memory_order_relaxed); },
+      word);
 }
 
 Status read_peer(const AllreduceArgs& a, int q, uint64_t remote, void* local, size_t bytes) {
@@ -86,8 +101,7 @@ Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& red
     const size_t n = std::min(per, a.count - off);
     const uint64_t e = ch.next_epoch();
     copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem, copy_in);
-    shm_publish(ch, &ShmRankFlags::ready, e);
-    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
+    COLLX_TRY(ready_all(a, e, off == 0, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
   }
   return Status();
@@ -100,9 +114,14 @@ Status one_shot_inline(const AllreduceArgs& a) {
   const uint64_t e = ch.next_epoch();
   ShmInline& mine = ch.flags(ch.rank()).small[e & 1];
   std::memcpy(mine.data, a.send, a.count * a.red.elem_size);
+  const uint64_t word = shm_call_word(a.count, a.red.kind);
+  mine.call.store(word, std::memory_order_relaxed);
   mine.epoch.store(e, std::memory_order_release);
   auto flag = [&](int q) -> const std::atomic<uint64_t>& { return ch.flags(q).small[e & 1].epoch; };
   COLLX_TRY(shm_wait_all(a.t, ch, flag, e, "copy its input in"));
+  COLLX_TRY(shm_check_calls(
+      a.t, ch, [&](int q) { return ch.flags(q).small[e & 1].call.load(std::memory_order_relaxed); },
+      word));
   auto input = [&](int q) { return ch.flags(q).small[e & 1].data; };
   reduce_in_rank_order(a, a.recv, input, a.count);
   return Status();
@@ -163,8 +182,7 @@ Status shm_reduce_scatter(const AllreduceArgs& a, int blocks) {
                        theirs.len * elem);
       }
     }
-    shm_publish(ch, &ShmRankFlags::ready, e);
-    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its input in"));
+    COLLX_TRY(ready_all(a, e, k == 0, "copy its input in"));
     for (size_t b = r; b < pieces.blocks(); b += static_cast<size_t>(ch.size())) {
       const Range mine = pieces.of(b, k);
       if (mine.len == 0) continue;
@@ -196,8 +214,7 @@ Status shm_allgather(const AllreduceArgs& a, int blocks) {
         copy_streaming(ch.result(e) + pieces.at(b), a.recv + mine.begin * elem, mine.len * elem);
       }
     }
-    shm_publish(ch, &ShmRankFlags::ready, e);
-    COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "copy its block in"));
+    COLLX_TRY(ready_all(a, e, k == 0, "copy its block in"));
     for (size_t b = 0; b < pieces.blocks(); ++b) {
       const Range theirs = pieces.of(b, k);
       if (!pieces.owns(r, b) && theirs.len > 0) {
@@ -278,8 +295,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
   const uint64_t e = ch.next_epoch();
   ch.flags(r).buffers = ShmBuffers{reinterpret_cast<uint64_t>(a.send),
                                    reinterpret_cast<uint64_t>(a.recv)};
-  shm_publish(ch, &ShmRankFlags::ready, e);
-  COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, "name its buffers"));
+  COLLX_TRY(ready_all(a, e, true, "name its buffers"));
 
   const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
   const size_t per = ch.chunk() / elem, end = mine.begin + mine.len;

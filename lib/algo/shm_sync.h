@@ -37,4 +37,39 @@ inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint
   (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
 }
 
+// A call as the ranks of a node compare it: its count and its reduction (Reducer::kind). A
+// rank writes its word beside the flag of its call's first epoch (ShmFlag::call by the
+// epoch's parity, or ShmInline::call) before publishing that epoch, and checks every peer's
+// once it has seen them all published: the word lies in the line the wait has just read, so
+// the check costs no transfer. Ranks that disagree (an erroneous program, or a rank that
+// stages device buffers in chunks beside one that does not) thus all stop at that first
+// epoch with COLLX_ERR_MISMATCH, instead of reducing unrelated bytes or waiting for epochs
+// the others never run. A slot is written again two epochs later, when every rank has
+// checked it (a rank starts epoch e + 2 only after every rank has published e + 1).
+inline uint64_t shm_call_word(size_t count, uint32_t kind) {
+  return (static_cast<uint64_t>(count) << 16) | (kind & 0xffff);
+}
+
+// `word(q)`: rank q's call word for the epoch, read after its flag was seen published.
+template <typename Word>
+Status shm_check_calls(const Transport& t, const ShmChannel& ch, Word word, uint64_t mine) {
+  for (int q = 0; q < ch.size(); ++q) {
+    const uint64_t theirs = word(q);
+    if (theirs == mine) continue;
+    const auto describe = [](uint64_t w) {
+      return format("%llu elements (%s %s)", static_cast<unsigned long long>(w >> 16),
+                    collx_dtype_name(static_cast<collx_dtype_t>((w >> 8) & 0xff)),
+                    collx_op_name(static_cast<collx_op_t>(w & 0xff)));
+    };
+    return t.step_error(
+        error(COLLX_ERR_MISMATCH,
+              "it called this allreduce with %s, this rank with %s: every rank must pass the "
+              "same count, datatype and op (COLLX_CHECK=1 checks this on every algorithm, "
+              "and in-place and the kind of memory too)",
+              describe(theirs).c_str(), describe(mine).c_str()),
+        ch.comm_rank(q), "comparing calls with");
+  }
+  return Status();
+}
+
 }  // namespace collx

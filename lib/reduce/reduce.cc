@@ -140,6 +140,7 @@ Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out) {
     return error(COLLX_ERR_UNSUPPORTED, "op %s is not defined for dtype %s", collx_op_name(op),
                  collx_dtype_name(dtype));
   }
+  r.kind = (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(op);
   *out = r;
   return Status();
 }

@@ -20,6 +20,7 @@ struct Reducer {
   ReduceFn reduce = nullptr;
   FinalizeFn finalize = nullptr;  // null unless the op needs a final pass
   size_t elem_size = 0;
+  uint32_t kind = 0;  // (dtype << 8) | op: what ranks compare to find calls that differ
 
   void operator()(void* dst, const void* a, const void* b, size_t n) const { reduce(dst, a, b, n); }
 };

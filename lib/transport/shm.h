@@ -25,6 +25,9 @@ namespace collx {
 
 struct alignas(64) ShmFlag {
   std::atomic<uint64_t> epoch{0};
+  // `ready` only: the call (shm_call_word) of the epoch, by its parity, written before the
+  // epoch is published and read by peers once they have seen it, in the same cache line.
+  std::atomic<uint64_t> call[2] = {};
 };
 
 // A rank's user buffers in the running epoch (shm_cma): written before `ready` is published,
@@ -45,8 +48,9 @@ struct alignas(64) ShmIpcArea {
 // says it is there, so a peer gets both in one cache-line transfer. Two lines, used alternately
 // by epoch like the slots.
 struct alignas(64) ShmInline {
-  static constexpr size_t kBytes = 56;
+  static constexpr size_t kBytes = 48;
   std::atomic<uint64_t> epoch{0};
+  std::atomic<uint64_t> call{0};  // the epoch's call (shm_call_word)
   uint8_t data[kBytes];
 };
 
