@@ -205,7 +205,7 @@ TEST_CASE("shared memory with the smallest chunk: messages far larger than the s
   }
 }
 
-// shm_one_shot carries messages of up to 48 bytes in its flag lines (two, used by epoch
+// shm_one_shot carries messages of up to 56 bytes in its flag lines (two, used by epoch
 // parity) and larger ones in the slots: runs of small calls of every size around that limit,
 // between large ones, so that each kind of epoch follows each kind, in both parities.
 TEST_CASE("shm_one_shot: messages in the flag lines and in the slots, in any order") {

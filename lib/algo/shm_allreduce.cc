@@ -11,7 +11,7 @@
 //               synchronisations. What it writes for the others, it writes with streaming
 //               or ordinary stores, whichever this rank measured faster (algo/store_choice.h).
 //
-// A one-shot message of at most 48 bytes skips the slots: it travels in the line of the flag
+// A one-shot message of at most 56 bytes skips the slots: it travels in the line of the flag
 // that announces it (ShmInline), which halves the cache-line transfers a peer waits for.
 //
 // Both reduce in rank order (s0 op s1 op s2 ...), so results are bitwise identical on all
@@ -21,7 +21,7 @@
 // epoch), which every rank publishes only after it has finished epoch e-2 (epochs run in
 // order on every rank). So the fast path is one flag store and one wait per epoch (two for
 // the two-shot). In a call's first epoch, every rank also checks that all made the same call
-// (count, datatype, op: algo/shm_sync.h), from the line its wait has just read. More than two areas cost segment memory but pay where another CPU's cache
+// (count, datatype, op: algo/shm_sync.h). More than two areas cost segment memory but pay where another CPU's cache
 // still holds what a rank overwrites: taking lines back from it is slow (PERFORMANCE.md,
 // "Areas used in turn").
 //
@@ -53,18 +53,18 @@ Status wait_all(const AllreduceArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e
   return shm_wait_all(a.t, *a.shm, which, epoch, what);
 }
 
-// Publishes this rank's `ready` of epoch e and waits for every rank's. In a call's first epoch
-// (`first`), the call's word goes beside it, and every rank's is checked (shm_sync.h).
+uint64_t call_word(const AllreduceArgs& a) { return shm_call_word(a.count, a.red.kind); }
+
+// Publishes this rank's `ready` of epoch e (in the call's first epoch, `first`, after setting
+// the call's word: shm_sync.h) and waits for every rank's.
 Status ready_all(const AllreduceArgs& a, uint64_t e, bool first, const char* what) {
-  ShmChannel& ch = *a.shm;
-  const uint64_t word = shm_call_word(a.count, a.red.kind);
-  if (first) ch.flags(ch.rank()).ready.call[e & 1].store(word, std::memory_order_relaxed);
-  shm_publish(ch, &ShmRankFlags::ready, e);
-  COLLX_TRY(wait_all(a, &ShmRankFlags::ready, e, what));
-  if (!first) return Status();
-  return shm_check_calls(
-      a.t, ch, [&](int q) { return ch.flags(q).ready.call[e & 1].load(std::memory_order_relaxed); },
-      word);
+  if (first) shm_set_call(*a.shm, e, call_word(a));
+  shm_publish(*a.shm, &ShmRankFlags::ready, e);
+  return wait_all(a, &ShmRankFlags::ready, e, what);
+}
+
+Status check_calls(const AllreduceArgs& a, uint64_t e) {
+  return shm_check_calls(a.t, *a.shm, e, call_word(a));
 }
 
 Status read_peer(const AllreduceArgs& a, int q, uint64_t remote, void* local, size_t bytes) {
@@ -91,7 +91,8 @@ void copy_except(uint8_t* dst, const uint8_t* src, size_t n, Range skip, size_t 
 
 // Streams the message through the segment: for each chunk of at most ch.chunk() bytes, one
 // epoch: copy the chunk in with `copy_in` (but the elements `skip(n)` of it), wait for every
-// rank's input, run `reduce(offset, n, epoch)`.
+// rank's input, run `reduce(offset, n, epoch)`. The calls are checked after the first epoch's
+// reduction, which writes only this rank's output and its slice of the result area.
 template <typename Skip, typename F>
 Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& reduce) {
   ShmChannel& ch = *a.shm;
@@ -103,6 +104,7 @@ Status for_each_chunk(const AllreduceArgs& a, CopyFn copy_in, Skip skip, F&& red
     copy_except(ch.slot(e, ch.rank()), a.send + off * elem, n, skip(n), elem, copy_in);
     COLLX_TRY(ready_all(a, e, off == 0, "copy its input in"));
     COLLX_TRY(reduce(off, n, e));
+    if (off == 0) COLLX_TRY(check_calls(a, e));
   }
   return Status();
 }
@@ -114,17 +116,13 @@ Status one_shot_inline(const AllreduceArgs& a) {
   const uint64_t e = ch.next_epoch();
   ShmInline& mine = ch.flags(ch.rank()).small[e & 1];
   std::memcpy(mine.data, a.send, a.count * a.red.elem_size);
-  const uint64_t word = shm_call_word(a.count, a.red.kind);
-  mine.call.store(word, std::memory_order_relaxed);
+  shm_set_call(ch, e, call_word(a));
   mine.epoch.store(e, std::memory_order_release);
   auto flag = [&](int q) -> const std::atomic<uint64_t>& { return ch.flags(q).small[e & 1].epoch; };
   COLLX_TRY(shm_wait_all(a.t, ch, flag, e, "copy its input in"));
-  COLLX_TRY(shm_check_calls(
-      a.t, ch, [&](int q) { return ch.flags(q).small[e & 1].call.load(std::memory_order_relaxed); },
-      word));
   auto input = [&](int q) { return ch.flags(q).small[e & 1].data; };
   reduce_in_rank_order(a, a.recv, input, a.count);
-  return Status();
+  return check_calls(a, e);
 }
 
 // The reduce-scatter and allgather move, per epoch, the next piece of every block at once (so
@@ -183,6 +181,7 @@ Status shm_reduce_scatter(const AllreduceArgs& a, int blocks) {
       }
     }
     COLLX_TRY(ready_all(a, e, k == 0, "copy its input in"));
+    if (k == 0) COLLX_TRY(check_calls(a, e));
     for (size_t b = r; b < pieces.blocks(); b += static_cast<size_t>(ch.size())) {
       const Range mine = pieces.of(b, k);
       if (mine.len == 0) continue;
@@ -215,6 +214,7 @@ Status shm_allgather(const AllreduceArgs& a, int blocks) {
       }
     }
     COLLX_TRY(ready_all(a, e, k == 0, "copy its block in"));
+    if (k == 0) COLLX_TRY(check_calls(a, e));
     for (size_t b = 0; b < pieces.blocks(); ++b) {
       const Range theirs = pieces.of(b, k);
       if (!pieces.owns(r, b) && theirs.len > 0) {
@@ -296,6 +296,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
   ch.flags(r).buffers = ShmBuffers{reinterpret_cast<uint64_t>(a.send),
                                    reinterpret_cast<uint64_t>(a.recv)};
   COLLX_TRY(ready_all(a, e, true, "name its buffers"));
+  COLLX_TRY(check_calls(a, e));  // before this rank reads the peers' buffers
 
   const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
   const size_t per = ch.chunk() / elem, end = mine.begin + mine.len;

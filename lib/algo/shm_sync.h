@@ -37,24 +37,32 @@ inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint
   (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
 }
 
-// A call as the ranks of a node compare it: its count and its reduction (Reducer::kind). A
-// rank writes its word beside the flag of its call's first epoch (ShmFlag::call by the
-// epoch's parity, or ShmInline::call) before publishing that epoch, and checks every peer's
-// once it has seen them all published: the word lies in the line the wait has just read, so
-// the check costs no transfer. Ranks that disagree (an erroneous program, or a rank that
-// stages device buffers in chunks beside one that does not) thus all stop at that first
-// epoch with COLLX_ERR_MISMATCH, instead of reducing unrelated bytes or waiting for epochs
-// the others never run. A slot is written again two epochs later, when every rank has
-// checked it (a rank starts epoch e + 2 only after every rank has published e + 1).
+// A call as the ranks of a node compare it: its count and its reduction (Reducer::kind).
+// In a call's first epoch e, a rank sets its word (ShmCall, by e's parity) before it
+// publishes e, and once it has seen every rank publish e it checks theirs. Ranks that
+// disagree (an erroneous program, or a rank that stages device buffers in chunks beside one
+// that does not) thus all stop in that epoch with COLLX_ERR_MISMATCH, instead of reducing
+// unrelated bytes or waiting for epochs the others never run. The word is stored only when
+// it changes, in a line no one spins on: while the calls repeat, the check reads lines the
+// peers already hold, and the flag a peer waits on is still written once. Where nothing but
+// the rank's own output is written before it, the check may follow the epoch's reduction,
+// so that its reads overlap the reduction's. A word is written again two epochs later, when
+// every rank has checked it (a rank starts epoch e + 2 only after every rank has published
+// e + 1, which each does only after it has finished e).
 inline uint64_t shm_call_word(size_t count, uint32_t kind) {
   return (static_cast<uint64_t>(count) << 16) | (kind & 0xffff);
 }
 
-// `word(q)`: rank q's call word for the epoch, read after its flag was seen published.
-template <typename Word>
-Status shm_check_calls(const Transport& t, const ShmChannel& ch, Word word, uint64_t mine) {
+inline void shm_set_call(const ShmChannel& ch, uint64_t epoch, uint64_t word) {
+  std::atomic<uint64_t>& w = ch.flags(ch.rank()).call.word[epoch & 1];
+  if (w.load(std::memory_order_relaxed) != word) w.store(word, std::memory_order_relaxed);
+}
+
+// Compares every rank's word for `epoch` (seen published) with this rank's, `mine`.
+inline Status shm_check_calls(const Transport& t, const ShmChannel& ch, uint64_t epoch,
+                              uint64_t mine) {
   for (int q = 0; q < ch.size(); ++q) {
-    const uint64_t theirs = word(q);
+    const uint64_t theirs = ch.flags(q).call.word[epoch & 1].load(std::memory_order_relaxed);
     if (theirs == mine) continue;
     const auto describe = [](uint64_t w) {
       return format("%llu elements (%s %s)", static_cast<unsigned long long>(w >> 16),

@@ -25,9 +25,13 @@ namespace collx {
 
 struct alignas(64) ShmFlag {
   std::atomic<uint64_t> epoch{0};
-  // `ready` only: the call (shm_call_word) of the epoch, by its parity, written before the
-  // epoch is published and read by peers once they have seen it, in the same cache line.
-  std::atomic<uint64_t> call[2] = {};
+};
+
+// A rank's call (algo/shm_sync.h) in the first epoch of each parity that began one, written
+// only when it changes, in a line of its own: a peer's copy of it stays valid while the calls
+// repeat, and no flag a peer spins on is written twice.
+struct alignas(64) ShmCall {
+  std::atomic<uint64_t> word[2];
 };
 
 // A rank's user buffers in the running epoch (shm_cma): written before `ready` is published,
@@ -48,9 +52,8 @@ struct alignas(64) ShmIpcArea {
 // says it is there, so a peer gets both in one cache-line transfer. Two lines, used alternately
 // by epoch like the slots.
 struct alignas(64) ShmInline {
-  static constexpr size_t kBytes = 48;
+  static constexpr size_t kBytes = 56;
   std::atomic<uint64_t> epoch{0};
-  std::atomic<uint64_t> call{0};  // the epoch's call (shm_call_word)
   uint8_t data[kBytes];
 };
 
@@ -64,6 +67,7 @@ struct ShmRankFlags {
   ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
   // shm_one_shot of at most ShmInline::kBytes: its `ready` and its input, by epoch parity.
   ShmInline small[2];
+  ShmCall call;
   ShmBuffers buffers;
   ShmIpcArea ipc;
 };
