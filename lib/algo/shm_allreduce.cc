@@ -293,8 +293,8 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
   const int p = ch.size(), r = ch.rank();
   const size_t elem = a.red.elem_size;
   const uint64_t e = ch.next_epoch();
-  ch.flags(r).buffers = ShmBuffers{reinterpret_cast<uint64_t>(a.send),
-                                   reinterpret_cast<uint64_t>(a.recv)};
+  ch.flags(r).buffers.send = reinterpret_cast<uint64_t>(a.send);
+  ch.flags(r).buffers.recv = reinterpret_cast<uint64_t>(a.recv);
   COLLX_TRY(ready_all(a, e, true, "name its buffers"));
   COLLX_TRY(check_calls(a, e));  // before this rank reads the peers' buffers
 

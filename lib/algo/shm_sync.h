@@ -38,7 +38,7 @@ inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint
 }
 
 // A call as the ranks of a node compare it: its count and its reduction (Reducer::kind).
-// In a call's first epoch e, a rank sets its word (ShmCall, by e's parity) before it
+// In a call's first epoch e, a rank sets its word (ShmBuffers::call, by e's parity) before it
 // publishes e, and once it has seen every rank publish e it checks theirs. Ranks that
 // disagree (an erroneous program, or a rank that stages device buffers in chunks beside one
 // that does not) thus all stop in that epoch with COLLX_ERR_MISMATCH, instead of reducing
@@ -54,7 +54,7 @@ inline uint64_t shm_call_word(size_t count, uint32_t kind) {
 }
 
 inline void shm_set_call(const ShmChannel& ch, uint64_t epoch, uint64_t word) {
-  std::atomic<uint64_t>& w = ch.flags(ch.rank()).call.word[epoch & 1];
+  std::atomic<uint64_t>& w = ch.flags(ch.rank()).buffers.call[epoch & 1];
   if (w.load(std::memory_order_relaxed) != word) w.store(word, std::memory_order_relaxed);
 }
 
@@ -62,7 +62,7 @@ inline void shm_set_call(const ShmChannel& ch, uint64_t epoch, uint64_t word) {
 inline Status shm_check_calls(const Transport& t, const ShmChannel& ch, uint64_t epoch,
                               uint64_t mine) {
   for (int q = 0; q < ch.size(); ++q) {
-    const uint64_t theirs = ch.flags(q).call.word[epoch & 1].load(std::memory_order_relaxed);
+    const uint64_t theirs = ch.flags(q).buffers.call[epoch & 1].load(std::memory_order_relaxed);
     if (theirs == mine) continue;
     const auto describe = [](uint64_t w) {
       return format("%llu elements (%s %s)", static_cast<unsigned long long>(w >> 16),

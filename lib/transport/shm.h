@@ -27,18 +27,17 @@ struct alignas(64) ShmFlag {
   std::atomic<uint64_t> epoch{0};
 };
 
-// A rank's call (algo/shm_sync.h) in the first epoch of each parity that began one, written
-// only when it changes, in a line of its own: a peer's copy of it stays valid while the calls
-// repeat, and no flag a peer spins on is written twice.
-struct alignas(64) ShmCall {
-  std::atomic<uint64_t> word[2];
-};
+
 
 // A rank's user buffers in the running epoch (shm_cma): written before `ready` is published,
-// read by peers after they see it.
+// read by peers after they see it. In the same line, no flag's: the rank's call
+// (algo/shm_sync.h) in the first epoch of each parity that began one, written only when it
+// changes, so that a peer's copy of the line stays valid while the calls repeat, and no flag
+// a peer spins on is written twice.
 struct alignas(64) ShmBuffers {
   uint64_t send = 0;
   uint64_t recv = 0;
+  std::atomic<uint64_t> call[2];
 };
 
 // cuda_ipc_*: a rank's description of its device buffers (algo/cuda_ipc.cc lays it out),
@@ -67,7 +66,6 @@ struct ShmRankFlags {
   ShmFlag aborted;  // cuda_ipc_*: its device work failed in the epoch: it takes no further part
   // shm_one_shot of at most ShmInline::kBytes: its `ready` and its input, by epoch parity.
   ShmInline small[2];
-  ShmCall call;
   ShmBuffers buffers;
   ShmIpcArea ipc;
 };
