@@ -408,7 +408,8 @@ void disagree() {
       expect(st == COLLX_ERR_MISMATCH || st == COLLX_ERR_TIMEOUT,
              what + "counts that differ are an error, got " + collx_strerror(st) +
                  (st == COLLX_SUCCESS ? "" : std::string(" (") + collx_last_error() + ")"));
-      expect(took < 3.0, what + "the error came within the deadline: " + std::to_string(took) + " s");
+      expect(took < 3.0,
+             what + "the error came within the deadline: " + std::to_string(took) + " s");
       expect(std::all_of(send.begin(), send.end(), [](float v) { return v == 1.f; }),
              what + "send buffer unchanged");
       expect(std::all_of(recv.begin() + static_cast<long>(count), recv.end(),

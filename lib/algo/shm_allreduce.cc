@@ -21,9 +21,9 @@
 // epoch), which every rank publishes only after it has finished epoch e-2 (epochs run in
 // order on every rank). So the fast path is one flag store and one wait per epoch (two for
 // the two-shot). In a call's first epoch, every rank also checks that all made the same call
-// (count, datatype, op: algo/shm_sync.h). More than two areas cost segment memory but pay where another CPU's cache
-// still holds what a rank overwrites: taking lines back from it is slow (PERFORMANCE.md,
-// "Areas used in turn").
+// (count, datatype, op: algo/shm_sync.h). More than two areas cost segment memory but pay
+// where another CPU's cache still holds what a rank overwrites: taking lines back from it is
+// slow (PERFORMANCE.md, "Areas used in turn").
 //
 // shm_cma       no copy through the segment: every rank names its buffers in it; rank r reads
 //               slice r of every peer's input straight from the peer's memory (one copy,

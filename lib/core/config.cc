@@ -50,7 +50,9 @@ const ConfigRow kRows[] = {
      "1: before each collective the ranks agree on count, dtype, op, in-place and the kind of "
      "memory (host or CUDA device; one small "
      "extra allreduce); a disagreement is COLLX_ERR_MISMATCH on every rank, naming the first "
-     "rank that differs and both calls. Set it on all ranks or none."},
+     "rank that differs and both calls. Set it on all ranks or none. Without it, the "
+     "shared-memory algorithms still compare count, dtype and op (a mismatch on every rank "
+     "of the node)."},
     {"COLLX_MPI", "bool", "1",
      "Under LD_PRELOAD=libcollx_mpi.so: 0 turns interception off entirely (every "
      "MPI_Allreduce, MPI_Iallreduce and their large-count _c twins goes to the MPI library)."},

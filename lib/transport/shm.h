@@ -27,8 +27,6 @@ struct alignas(64) ShmFlag {
   std::atomic<uint64_t> epoch{0};
 };
 
-
-
 // A rank's user buffers in the running epoch (shm_cma): written before `ready` is published,
 // read by peers after they see it. In the same line, no flag's: the rank's call
 // (algo/shm_sync.h) in the first epoch of each parity that began one, written only when it
