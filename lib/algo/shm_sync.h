@@ -45,8 +45,9 @@ inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint
 // unrelated bytes or waiting for epochs the others never run. The word is stored only when
 // it changes, in a line no one spins on: while the calls repeat, the check reads lines the
 // peers already hold, and the flag a peer waits on is still written once. Where nothing but
-// the rank's own output is written before it, the check may follow the epoch's reduction,
-// so that its reads overlap the reduction's. A word is written again two epochs later, when
+// the rank's own output is written before it, the check may follow the epoch's reduction
+// (measured no faster nor slower than before it: PERFORMANCE.md, "The call check"). A word
+// is written again two epochs later, when
 // every rank has checked it (a rank starts epoch e + 2 only after every rank has published
 // e + 1, which each does only after it has finished e).
 inline uint64_t shm_call_word(size_t count, uint32_t kind) {
