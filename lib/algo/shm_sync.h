@@ -47,9 +47,9 @@ inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint
 // peers already hold, and the flag a peer waits on is still written once. Where nothing but
 // the rank's own output is written before it, the check may follow the epoch's reduction
 // (measured no faster nor slower than before it: PERFORMANCE.md, "The call check"). A word
-// is written again two epochs later, when
-// every rank has checked it (a rank starts epoch e + 2 only after every rank has published
-// e + 1, which each does only after it has finished e).
+// is written again two epochs later, when every rank has checked it (a rank starts epoch
+// e + 2 only after every rank has published e + 1, which each does only after it has
+// finished e).
 inline uint64_t shm_call_word(size_t count, uint32_t kind) {
   return (static_cast<uint64_t>(count) << 16) | (kind & 0xffff);
 }
