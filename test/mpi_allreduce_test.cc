@@ -415,7 +415,8 @@ void disagree() {
       expect(std::all_of(recv.begin() + static_cast<long>(count), recv.end(),
                          [](float v) { return v == -3.f; }),
              what + "nothing written past the count");
-      collx_comm_destroy(c);  // its status is the failure's
+      expect(collx_comm_destroy(c) == COLLX_ERR_COMM_FAILED,
+             what + "destroy: COLLX_ERR_COMM_FAILED (freed; it failed earlier)");
       MPI_Barrier(MPI_COMM_WORLD);
     }
   }

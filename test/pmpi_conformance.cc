@@ -25,6 +25,12 @@
 //                                         through MPI_ERRORS_RETURN, recvbuf untouched; then
 //                                         correct calls on the same communicator still work;
 //                                         the same through MPI_Iallreduce + MPI_Wait
+//   pmpi_conformance --unusable           only under the preload without COLLX_CHECK: counts
+//                                         that differ by rank fail on every rank and leave the
+//                                         libcollx communicator unusable; later MPI_Allreduce
+//                                         and MPI_Iallreduce + MPI_Wait calls on it fail,
+//                                         buffers untouched; freeing it and other
+//                                         communicators work
 //   pmpi_conformance --nonblocking        the matrix and the pass-through cases through
 //                                         MPI_Iallreduce, completed by MPI_Wait, MPI_Waitall
 //                                         (with point-to-point requests), MPI_Test, MPI_Waitany,
@@ -57,6 +63,7 @@
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -409,6 +416,48 @@ void libcollx_error() {
   MPI_Comm_free(&comm);
 }
 
+// After an error that leaves its libcollx communicator unusable (counts that differ by rank,
+// without COLLX_CHECK: the shared-memory algorithms stop in their first step), every later
+// call on that communicator fails, without touching its buffers: MPI_Allreduce at once, and
+// MPI_Iallreduce when it runs (in MPI_Wait here). Freeing it is no error (the preload counts
+// no failed free), and the rest goes on.
+void unusable_comm() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  const int count = g_rank == 0 ? 1000 : 1100;  // (one selection row: 4000 and 4400 bytes)
+  std::vector<int> send(static_cast<size_t>(count), 1), recv(send.size());
+  auto other = [](int rc) {
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    return rc != MPI_SUCCESS && cls == MPI_ERR_OTHER;
+  };
+  auto untouched = [&] {
+    bool ok = true;
+    for (size_t i = 0; i < send.size(); ++i) ok = ok && send[i] == 1 && recv[i] == -7;
+    return ok;
+  };
+  int rc = MPI_Allreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm);
+  expect(other(rc), "counts that differ by rank, without COLLX_CHECK: MPI_ERR_OTHER");
+  std::fill(recv.begin(), recv.end(), -7);
+  MPI_Request req = MPI_REQUEST_NULL;
+  rc = MPI_Iallreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm, &req);
+  // It fails when it runs; MPICH reports a failed generalized request through
+  // MPI_COMM_WORLD's handler.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  expect(other(rc) && req == MPI_REQUEST_NULL && untouched(),
+         "MPI_Iallreduce + MPI_Wait on the unusable communicator: MPI_ERR_OTHER, buffers "
+         "untouched");
+  rc = MPI_Allreduce(send.data(), recv.data(), count, MPI_INT, MPI_SUM, comm);
+  expect(other(rc) && untouched(),
+         "MPI_Allreduce on the unusable communicator: MPI_ERR_OTHER, buffers untouched");
+  MPI_Comm_free(&comm);
+  expect(comm == MPI_COMM_NULL, "MPI_Comm_free of the unusable communicator");
+  few(MPI_COMM_WORLD, 6);  // the rest goes on working
+}
+
 // Sums of `count` ints on `comm`, tagged `k`: the input, and the result every rank expects.
 std::vector<int> input(MPI_Comm comm, size_t count, int k) {
   int rank = 0;
@@ -619,6 +668,8 @@ int main(int argc, char** argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     g_nonblocking = true;
     libcollx_error();
+  } else if (mode == "--unusable") {
+    unusable_comm();
   } else if (mode == "--progress") {
     progress_while_waiting(argc > 2 ? argv[2] : "");
   } else if (mode == "--request-free") {

@@ -131,7 +131,8 @@ COLLX_API collx_status_t collx_finalize(void);
 COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
 /* Collective, like MPI_Comm_free: waits for the communicator's outstanding requests and for
  * every member (within the deadline), then frees it. A communicator that failed earlier is
- * freed all the same, and the earlier error is returned. */
+ * freed all the same, at once, and COLLX_ERR_COMM_FAILED returned (its message quotes the
+ * earlier error). */
 COLLX_API collx_status_t collx_comm_destroy(collx_comm_t comm);
 COLLX_API collx_status_t collx_comm_rank(collx_comm_t comm, int* rank);
 COLLX_API collx_status_t collx_comm_size(collx_comm_t comm, int* size);

@@ -255,7 +255,7 @@ void Comm::fail(const Status& st) {
 }
 
 Status Comm::run_barrier() {
-  if (!failed_.ok()) return failed_;
+  COLLX_TRY(usable());
   transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
   Status st = transport_->end_op(barrier(*transport_));
   if (!st.ok()) fail(st);
