@@ -205,6 +205,40 @@ TEST_CASE("shared memory with the smallest chunk: messages far larger than the s
   }
 }
 
+// Hierarchical's node steps give each of a node's blocks (one per rank on nodes of equal
+// size) chunk/blocks bytes of every epoch, in whole elements: with the smallest chunk (4096)
+// and more than 512 ranks on a node, an 8-byte element does not fit, which is
+// COLLX_ERR_CONFIG on every rank at once (before any rank waits for another), naming the
+// setting; 4-byte elements still fit, one per block per epoch. 2 pretended nodes of 513.
+TEST_CASE("hierarchical: a chunk too small for a node's blocks is a config error on each") {
+  const int p = 1026;
+  const Config c = config_for("hierarchical", 4096);
+  std::vector<uint64_t> nodes(p);
+  for (int r = 0; r < p; ++r) nodes[static_cast<size_t>(r)] = static_cast<uint64_t>(r % 2);
+  run_ranks(p, {c, c}, [&](int rank, std::vector<Comm*>& comms) {
+    Reducer red64, red32;
+    TCHECK(make_reducer(COLLX_FLOAT64, COLLX_SUM, &red64).ok());
+    TCHECK(make_reducer(COLLX_INT32, COLLX_SUM, &red32).ok());
+    std::vector<double> d(1000, 1.0);
+    const Status st = comms[0]->allreduce(
+        AllreduceOp{d.data(), d.data(), d.size(), red64, COLLX_FLOAT64, COLLX_SUM});
+    TCHECK(st.code() == COLLX_ERR_CONFIG);
+    TCHECK(st.message().find("COLLX_SHM_CHUNK=4096 is too small for 513 blocks") !=
+           std::string::npos);
+    TCHECK(std::all_of(d.begin(), d.end(), [](double x) { return x == 1.0; }));
+    std::vector<int32_t> v(1000);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = rank + static_cast<int32_t>(i);
+    const Status fits = comms[1]->allreduce(
+        AllreduceOp{v.data(), v.data(), v.size(), red32, COLLX_INT32, COLLX_SUM});
+    TCHECK(fits.ok());
+    bool ok = true;
+    for (size_t i = 0; i < v.size(); ++i) {
+      ok = ok && v[i] == p * (p - 1) / 2 + p * static_cast<int32_t>(i);
+    }
+    TCHECK(ok);
+  }, true, nodes);
+}
+
 // shm_one_shot carries messages of up to 56 bytes in its flag lines (two, used by epoch
 // parity) and larger ones in the slots: runs of small calls of every size around that limit,
 // between large ones, so that each kind of epoch follows each kind, in both parities.
