@@ -154,6 +154,14 @@ TEST_CASE("bootstrap: settings that every rank must share are compared with rank
   CHECK(st.code() == COLLX_ERR_CONFIG);
   CHECK(st.message() ==
         "rank 0: COLLX_TUNE differs between rank 0 and rank 2: set it alike on all ranks");
+  // With its own settings, a rank shows its value of a string (only hashes travel).
+  st = collx::decode_boot_headers(all.data(), 2, 3, &a, &tuned);
+  CHECK(st.message() == "rank 2: COLLX_TUNE differs between rank 0 and rank 2 (this rank's: "
+                        "\"0-inf:ring\"): set it alike on all ranks");
+  const collx::Config defaults;
+  st = collx::decode_boot_headers(all.data(), 0, 3, &a, &defaults);
+  CHECK(st.message() == "rank 0: COLLX_TUNE differs between rank 0 and rank 2 (this rank's: "
+                        "\"\"): set it alike on all ranks");
 
   collx::Config chunk;
   chunk.shm_chunk = 64 << 10;

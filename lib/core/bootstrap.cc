@@ -27,6 +27,11 @@ constexpr SettingName kSettingNames[kSharedSettings] = {
     {"COLLX_CUDA_IPC_MIN_TIMESLICED", false}, {"COLLX_CUDA_FLAGS_MAX", false},
     {"COLLX_PROFILE", false}};
 
+// The string of a hashed entry k of shared_settings(c).
+const std::string& hashed_setting(const Config& c, int k) {
+  return k == 0 ? c.algo : k == 1 ? c.tune : c.tune_across;
+}
+
 }  // namespace
 
 SharedSettings shared_settings(const Config& c) {
@@ -36,7 +41,8 @@ SharedSettings shared_settings(const Config& c) {
                          c.cuda_ipc_min_timesliced, c.cuda_flags_max, c.profile}};
 }
 
-Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out) {
+Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out,
+                           const Config* own) {
   uint32_t comm_id = 0, max_len = 0;
   uint64_t owner = kFnvBasis;  // FNV-1a over every rank's (node, pid, creation)
   const auto mix = [&owner](uint64_t v) { owner = fnv1a(&v, sizeof v, owner); };
@@ -74,10 +80,14 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
       const uint64_t first = all[0].settings.value[k], mine = all[i].settings.value[k];
       if (mine == first) continue;
       const SettingName& s = kSettingNames[k];
-      if (s.hashed) {
+      if (s.hashed) {  // (the strings travel as hashes: this rank can show only its own)
+        const std::string here =
+            own != nullptr ? format(" (this rank's: \"%s\")", hashed_setting(*own, k).c_str())
+                           : std::string();
         return error(COLLX_ERR_CONFIG,
-                     "rank %d: %s differs between rank 0 and rank %d: set it alike on all ranks",
-                     rank, s.name, i);
+                     "rank %d: %s differs between rank 0 and rank %d%s: set it alike on all "
+                     "ranks",
+                     rank, s.name, i, here.c_str());
       }
       return error(COLLX_ERR_CONFIG,
                    "rank %d: %s differs between rank 0 (%llu) and rank %d (%llu): set it alike "

@@ -51,9 +51,11 @@ struct BootAgreement {
 // Checks the `size` headers gathered by rank `rank`: each must come from the rank of its slot,
 // agree on the size, and carry an address length in (0, kMaxAddress], a 16-bit id (a rank whose
 // process has no free id says so) and a pid; a rank that failed is an error of its code, and
-// settings that differ from rank 0's are COLLX_ERR_CONFIG naming the variable. Every rank
-// decides alike on the same headers, so all go on or all stop.
-Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out);
+// settings that differ from rank 0's are COLLX_ERR_CONFIG naming the variable (and, for a
+// string, this rank's value, from `own`: its Config). Every rank decides alike on the same
+// headers, so all go on or all stop.
+Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out,
+                           const Config* own = nullptr);
 
 // Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA
 // works towards every peer on the node; bit 1: the rank reserved the agreed id; bit 2: the

@@ -116,7 +116,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   for (int attempt = 0;; ++attempt) {
     mine.comm_id = ctx->ids.propose(attempt == 0 ? CommIds::kNone : agreed.comm_id + 1u);
     COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
-    COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed));
+    COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed, &config));
     const bool reserved = ctx->ids.reserve(agreed.comm_id, agreed.owner);
 
     if (attempt == 0) {
