@@ -4,9 +4,11 @@
 //    compared across ranks;
 //  - several communicators at once (world, a split, a reversed world) used interleaved;
 //  - 100 iallreduces of different sizes waited in reverse order;
-//  - random batches of iallreduces (sizes across the algorithms' bounds, every dtype x op,
-//    in place or not) completed in a different random order on each rank, by tests and
-//    waits, with blocking calls on a second communicator in between;
+//  - random batches of iallreduces (sizes across the algorithms' bounds and others, every
+//    dtype x op, in place or not, buffers 0-7 bytes off malloc's alignment, differently on
+//    each rank) completed in a different random order on each rank, by tests and waits, with
+//    blocking calls on a second communicator in between (--random SEED BATCHES: only these,
+//    for longer runs by hand);
 //  - bad configuration fails on every rank with an error naming the bad token;
 //  - with EXPECT_NO_SHM=1 (test/no_shm_shim.cc preloaded into some rank, which then cannot
 //    create or attach the node's segment): every rank falls back to the point-to-point
@@ -202,7 +204,7 @@ void nonblocking() {
 // by collx_wait, with a blocking allreduce on a second communicator between the posts and the
 // completions every other batch. Each result bitwise against the exact one, with 16 guard
 // bytes that must stay untouched.
-void random_orders() {
+void random_orders(unsigned seed, int batches) {
   int p = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   MPI_Comm dup;
@@ -212,32 +214,36 @@ void random_orders() {
                            1024, 4099, 16384, 65539, 262147};
   const std::vector<collx_dtype_t> dtypes = all_dtypes();
   const std::vector<collx_op_t> ops = all_ops();
-  std::mt19937 shared(12345), mine(777u + static_cast<unsigned>(g_rank));
+  std::mt19937 shared(seed), mine(seed + 777u + static_cast<unsigned>(g_rank));
   constexpr uint8_t kGuard = 0xcd;
   struct Call {
     collx_dtype_t d;
     collx_op_t o;
     size_t count;
     bool in_place;
+    size_t at;  // the buffers' offset from malloc's alignment, in bytes (this rank's own)
     std::vector<uint8_t> in, out;
     collx_request_t r = nullptr;
   };
-  for (int batch = 0; batch < 60 && a != nullptr && b != nullptr; ++batch) {
+  for (int batch = 0; batch < batches && a != nullptr && b != nullptr; ++batch) {
     std::vector<Call> calls(1 + shared() % 4);
     for (Call& c : calls) {
       do {
         c.d = dtypes[shared() % dtypes.size()];
         c.o = ops[shared() % ops.size()];
       } while (!op_valid(c.d, c.o));
-      c.count = counts[shared() % std::size(counts)];
+      // Mostly the algorithms' bounds; else any count up to 2^18.
+      c.count = shared() % 4 != 0 ? counts[shared() % std::size(counts)] : shared() % (1u << 18);
       c.in_place = shared() % 2 == 1;
+      c.at = mine() % 8;
       const size_t bytes = c.count * collx_dtype_size(c.d);
-      c.in.resize(bytes);
-      fill_input(c.d, c.o, g_rank, c.count, c.in.data());
-      c.out.assign(bytes + 16, kGuard);
+      c.in.resize(c.at + bytes);
+      fill_input(c.d, c.o, g_rank, c.count, c.in.data() + c.at);
+      c.out.assign(c.at + bytes + 16, kGuard);
       if (c.in_place) std::copy(c.in.begin(), c.in.end(), c.out.begin());
-      expect(collx_iallreduce(c.in_place ? COLLX_IN_PLACE : c.in.data(), c.out.data(), c.count,
-                              c.d, c.o, a, &c.r) == COLLX_SUCCESS,
+      expect(collx_iallreduce(c.in_place ? COLLX_IN_PLACE : c.in.data() + c.at,
+                              c.out.data() + c.at, c.count, c.d, c.o, a,
+                              &c.r) == COLLX_SUCCESS,
              "random orders: post");
     }
     if (batch % 2 == 0) {
@@ -265,12 +271,14 @@ void random_orders() {
         st = collx_wait(&c.r);
       }
       const size_t bytes = c.count * collx_dtype_size(c.d);
-      std::vector<uint8_t> want(bytes + 16, kGuard);
-      fill_expected(c.d, c.o, p, c.count, want.data());
+      std::vector<uint8_t> want(c.at + bytes + 16, kGuard);
+      if (c.in_place) std::copy(c.in.begin(), c.in.begin() + static_cast<long>(c.at), want.begin());
+      fill_expected(c.d, c.o, p, c.count, want.data() + c.at);
       expect(st == COLLX_SUCCESS && c.out == want,
-             std::string("random orders: batch ") + std::to_string(batch) + ", " +
-                 collx_dtype_name(c.d) + " " + collx_op_name(c.o) + " count " +
-                 std::to_string(c.count) + (c.in_place ? " in place" : ""));
+             std::string("random orders (seed ") + std::to_string(seed) + "): batch " +
+                 std::to_string(batch) + ", " + collx_dtype_name(c.d) + " " +
+                 collx_op_name(c.o) + " count " + std::to_string(c.count) +
+                 (c.in_place ? " in place" : "") + " at +" + std::to_string(c.at));
     }
   }
   if (a != nullptr) expect(collx_comm_destroy(a) == COLLX_SUCCESS, "destroy");
@@ -476,6 +484,11 @@ int main(int argc, char** argv) {
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
   std::vector<Mode> run(std::begin(modes), std::end(modes));
+  if (argc > 3 && std::strcmp(argv[1], "--random") == 0) {  // --random SEED BATCHES
+    random_orders(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)), std::atoi(argv[3]));
+    expect(collx_finalize() == COLLX_SUCCESS, "finalize");
+    return mpi_finish(g_passed, g_failed);
+  }
   if (argc > 1 && std::strcmp(argv[1], "--disagree") == 0) {
     disagree();
     expect(collx_finalize() == COLLX_SUCCESS, "finalize");
@@ -509,7 +522,7 @@ int main(int argc, char** argv) {
   }
   several_comms();
   nonblocking();
-  random_orders();
+  random_orders(12345, 60);
   polling();
   check_mode();
   bad_config();
