@@ -255,6 +255,24 @@ TEST_CASE("a call's buffers: same kind of memory, one device, inside one allocat
     CHECK(past.code() == COLLX_ERR_INVALID_ARG);
     CHECK(past.message().find("sendbuf") != std::string::npos);
 
+    // The GPU kernels take whole elements: a device buffer off its element's alignment is
+    // refused (a misaligned access would be a fault that ends the CUDA context); host memory,
+    // managed memory included, may lie at any offset.
+    REQUIRE(make_reducer(COLLX_FLOAT64, COLLX_SUM, &op.red).ok());
+    CHECK(c.check_memory(at(0x7000008), at(0x7000100), 64, "collx_allreduce", &op).ok());
+    Status odd = c.check_memory(at(0x7000008), at(0x7000104), 64, "collx_allreduce", &op);
+    CHECK(odd.code() == COLLX_ERR_INVALID_ARG);
+    CHECK(odd.message() == "collx_allreduce: recvbuf is CUDA device memory 4 bytes past a "
+                           "multiple of its element size (8): device buffers must be aligned "
+                           "to their elements");
+    CHECK(c.check_memory(at(0x7000001), at(0x7000001), 64, "f", &op).code() ==
+          COLLX_ERR_INVALID_ARG);
+    CHECK(c.check_memory(at(0x9000003), at(0x9000101), 64, "f", &op).ok());
+    char* odd_host = reinterpret_cast<char*>(host.data()) + 3;
+    CHECK(c.check_memory(odd_host, odd_host, 56, "f", &op).ok());
+    REQUIRE(make_reducer(COLLX_INT8, COLLX_SUM, &op.red).ok());
+    CHECK(c.check_memory(at(0x7000001), at(0x7000103), 64, "f", &op).ok());
+
     CHECK(c.pointers().stats().hits > 0);
   });
 }

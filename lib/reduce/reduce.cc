@@ -1,6 +1,7 @@
 #include "reduce/reduce.h"
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -14,15 +15,29 @@
 namespace collx {
 namespace {
 
+// Element i of an array of T at p. Callers' buffers may lie at any byte offset (a double in a
+// packed record, a float after a header byte), so elements are accessed as the member of a
+// packed struct (alignment 1): the same unaligned loads and stores a T* gives, without the
+// undefined behaviour of a misaligned T*.
+template <typename T>
+struct __attribute__((packed)) Unaligned {
+  T v;
+};
+template <typename T>
+inline T load(const void* p, size_t i) {
+  return static_cast<const Unaligned<T>*>(p)[i].v;
+}
+template <typename T>
+inline void store(void* p, size_t i, T v) {
+  static_cast<Unaligned<T>*>(p)[i].v = v;
+}
+
 // ivdep: dst may equal a or b, which is safe element by element; without it GCC would add an
 // overlap check that fails for in-place use and falls back to scalar code.
 template <typename T, typename Op>
 void kernel(void* dst, const void* a, const void* b, size_t n) {
-  T* d = static_cast<T*>(dst);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
 #pragma GCC ivdep
-  for (size_t i = 0; i < n; ++i) d[i] = combine<Op>(x[i], y[i]);
+  for (size_t i = 0; i < n; ++i) store(dst, i, combine<Op>(load<T>(a, i), load<T>(b, i)));
 }
 
 #if defined(__x86_64__)
@@ -46,19 +61,20 @@ struct VecPick {
   }
 };
 
-// 8 narrow values <-> 8 floats. float16 through F16C; bfloat16 is the top half of a float,
-// rounded to nearest-even with integer arithmetic, NaNs quieted (as in half.h).
-__attribute__((target("avx2,f16c"))) inline __m256 load8(const Float16* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+// 8 narrow values <-> 8 floats, at any byte offset. float16 through F16C; bfloat16 is the top
+// half of a float, rounded to nearest-even with integer arithmetic, NaNs quieted (as in half.h).
+template <typename H>
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const void* p) {
+  const __m128i raw = _mm_loadu_si128(static_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<H, Float16>) return _mm256_cvtph_ps(raw);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
-__attribute__((target("avx2,f16c"))) inline void store8(Float16* p, __m256 v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-}
-__attribute__((target("avx2,f16c"))) inline __m256 load8(const BFloat16* p) {
-  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-__attribute__((target("avx2,f16c"))) inline void store8(BFloat16* p, __m256 v) {
+template <typename H>
+__attribute__((target("avx2,f16c"))) inline void store8(void* p, __m256 v) {
+  if constexpr (std::is_same_v<H, Float16>) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    return;
+  }
   const __m256i f = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
   const __m256i rounded =
@@ -69,18 +85,22 @@ __attribute__((target("avx2,f16c"))) inline void store8(BFloat16* p, __m256 v) {
   const __m256i w = _mm256_blendv_epi8(rounded, quiet, is_nan);
   // Pack the eight 32-bit lanes (each < 2^16) into 16 bits, in order.
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0xd8);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
 }
 
 template <typename H, typename V, typename Op>
 __attribute__((target("avx2,f16c"))) void avx2_half_kernel(void* dst, const void* a,
                                                            const void* b, size_t n) {
-  H* d = static_cast<H*>(dst);
-  const H* x = static_cast<const H*>(a);
-  const H* y = static_cast<const H*>(b);
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) store8(d + i, V::apply(load8(x + i), load8(y + i)));
-  kernel<H, Op>(d + i, x + i, y + i, n - i);
+  for (; i + 8 <= n; i += 8) {
+    const size_t at = i * sizeof(H);
+    store8<H>(d + at, V::apply(load8<H>(x + at), load8<H>(y + at)));
+  }
+  const size_t at = i * sizeof(H);
+  kernel<H, Op>(d + at, x + at, y + at, n - i);
 }
 
 bool have_f16c() {
@@ -91,8 +111,7 @@ bool have_f16c() {
 
 template <typename T>
 void divide(void* buf, size_t n, int ranks) {
-  T* d = static_cast<T*>(buf);
-  for (size_t i = 0; i < n; ++i) d[i] = divide_by(d[i], ranks);
+  for (size_t i = 0; i < n; ++i) store(buf, i, divide_by(load<T>(buf, i), ranks));
 }
 
 template <typename T>

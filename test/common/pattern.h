@@ -60,15 +60,21 @@ inline int64_t value(collx_op_t op, bool is_signed, int r, size_t i) {
   }
 }
 
+// Element i of the T array at `buf`, which need not be aligned for T (the tests pass buffers
+// at any byte offset, as callers may).
+template <typename T>
+void store(void* buf, size_t i, T v) {
+  std::memcpy(static_cast<uint8_t*>(buf) + i * sizeof(T), &v, sizeof(T));
+}
+
 inline void fill_input(collx_dtype_t d, collx_op_t op, int rank, size_t count, void* buf) {
   with_dtype(d, [&](auto tag) {
     using T = decltype(tag);
     constexpr bool is_signed = kIsFloat<T> || std::is_signed_v<T>;
-    T* p = static_cast<T*>(buf);
     for (size_t i = 0; i < count; ++i) {
       const int64_t v = value(op, is_signed, rank, i);
-      if constexpr (kIsFloat<T>) p[i] = from_double<T>(static_cast<double>(v));
-      else p[i] = static_cast<T>(static_cast<uint64_t>(v));  // bit patterns kept exactly
+      if constexpr (kIsFloat<T>) store(buf, i, from_double<T>(static_cast<double>(v)));
+      else store(buf, i, static_cast<T>(static_cast<uint64_t>(v)));  // bit patterns kept exactly
     }
   });
 }
@@ -78,7 +84,6 @@ inline void fill_expected(collx_dtype_t d, collx_op_t op, int p, size_t count, v
   with_dtype(d, [&](auto tag) {
     using T = decltype(tag);
     constexpr bool is_signed = kIsFloat<T> || std::is_signed_v<T>;
-    T* out = static_cast<T*>(buf);
     for (size_t i = 0; i < count; ++i) {
       int64_t acc = value(op, is_signed, 0, i);
       for (int r = 1; r < p; ++r) {
@@ -95,16 +100,16 @@ inline void fill_expected(collx_dtype_t d, collx_op_t op, int p, size_t count, v
       }
       if constexpr (!kIsFloat<T>) {
         // Bitwise ops on the narrow type: truncate the 64-bit pattern.
-        out[i] = static_cast<T>(static_cast<uint64_t>(acc));
+        store(buf, i, static_cast<T>(static_cast<uint64_t>(acc)));
       } else if (op == COLLX_AVG) {
         // The library divides the (exact) sum in the element type; half types in float.
         if constexpr (kHalf<T>) {
-          out[i] = from_double<T>(static_cast<float>(acc) / static_cast<float>(p));
+          store(buf, i, from_double<T>(static_cast<float>(acc) / static_cast<float>(p)));
         } else {
-          out[i] = static_cast<T>(static_cast<T>(acc) / static_cast<T>(p));
+          store(buf, i, static_cast<T>(static_cast<T>(acc) / static_cast<T>(p)));
         }
       } else {
-        out[i] = from_double<T>(static_cast<double>(acc));
+        store(buf, i, from_double<T>(static_cast<double>(acc)));
       }
     }
   });
