@@ -7,8 +7,8 @@
 //  - random batches of iallreduces (sizes across the algorithms' bounds and others, every
 //    dtype x op, in place or not, buffers 0-7 bytes off malloc's alignment, differently on
 //    each rank) completed in a different random order on each rank, by tests and waits, with
-//    blocking calls on a second communicator in between (--random SEED BATCHES: only these,
-//    for longer runs by hand);
+//    blocking calls in between, on a second communicator or on the same one (--random SEED
+//    BATCHES: only these, for longer runs by hand);
 //  - bad configuration fails on every rank with an error naming the bad token;
 //  - with EXPECT_NO_SHM=1 (test/no_shm_shim.cc preloaded into some rank, which then cannot
 //    create or attach the node's segment): every rank falls back to the point-to-point
@@ -246,16 +246,17 @@ void random_orders(unsigned seed, int batches) {
                               &c.r) == COLLX_SUCCESS,
              "random orders: post");
     }
-    if (batch % 2 == 0) {
-      const size_t count = counts[shared() % std::size(counts)];
+    if (batch % 2 == 0) {  // a blocking call on the second communicator, or on the first
+      const size_t count = counts[shared() % std::size(counts)];  // (after those posted on it)
+      const bool same = shared() % 3 == 0;
       std::vector<int64_t> x(count), want(count);
       fill_input(COLLX_INT64, COLLX_MAX, g_rank, count, x.data());
       fill_expected(COLLX_INT64, COLLX_MAX, p, count, want.data());
-      expect(collx_allreduce(COLLX_IN_PLACE, x.data(), count, COLLX_INT64, COLLX_MAX, b) ==
-                     COLLX_SUCCESS &&
+      expect(collx_allreduce(COLLX_IN_PLACE, x.data(), count, COLLX_INT64, COLLX_MAX,
+                             same ? a : b) == COLLX_SUCCESS &&
                  x == want,
-             "random orders: blocking on the second communicator, count " +
-                 std::to_string(count));
+             std::string("random orders: blocking on the ") + (same ? "first" : "second") +
+                 " communicator, count " + std::to_string(count));
     }
     std::vector<size_t> order(calls.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
