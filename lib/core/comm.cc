@@ -56,15 +56,17 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
   // The GPU kernels read and write whole elements, and a misaligned one is a device fault
   // that would end the process's CUDA context: refused here instead. (cudaMalloc's are
   // 256-byte aligned; host buffers may lie at any offset.)
-  const size_t elem = std::max<size_t>(op->red.elem_size, 1);
-  const size_t send_off = reinterpret_cast<uintptr_t>(send) % elem;
-  const size_t recv_off = reinterpret_cast<uintptr_t>(recv) % elem;
-  if (s.kind == MemKind::kDevice && (send_off != 0 || recv_off != 0)) {
-    return error(COLLX_ERR_INVALID_ARG,
-                 "%s: %s is CUDA device memory %zu bytes past a multiple of its element size "
-                 "(%zu): device buffers must be aligned to their elements",
-                 fn, send_off != 0 ? "sendbuf" : "recvbuf", send_off != 0 ? send_off : recv_off,
-                 elem);
+  if (s.kind == MemKind::kDevice) {
+    const size_t elem = std::max<size_t>(op->red.elem_size, 1);
+    const size_t send_off = reinterpret_cast<uintptr_t>(send) % elem;
+    const size_t recv_off = reinterpret_cast<uintptr_t>(recv) % elem;
+    if (send_off != 0 || recv_off != 0) {
+      return error(COLLX_ERR_INVALID_ARG,
+                   "%s: %s is CUDA device memory %zu bytes past a multiple of its element "
+                   "size (%zu): device buffers must be aligned to their elements",
+                   fn, send_off != 0 ? "sendbuf" : "recvbuf",
+                   send_off != 0 ? send_off : recv_off, elem);
+    }
   }
   // Managed memory is host-accessible: the host algorithms reduce it where it is.
   op->mem = s.kind == MemKind::kDevice ? MemKind::kDevice : MemKind::kHost;
