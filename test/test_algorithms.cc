@@ -96,13 +96,18 @@ void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
             if (shm && p > 4 && count > 1000 && !asked) continue;
             for (bool in_place : {false, true}) {
               planned.fetch_add(1);
-              send.assign(bytes, 0);
-              recv.assign(bytes + 64, 0xab);  // poisoned, with a guard zone after the result
-              fill_input(d, op, rank, count, in_place ? recv.data() : send.data());
-              const AllreduceOp o{in_place ? recv.data() : send.data(), recv.data(), count, red};
+              // Buffers 0-7 bytes off malloc's alignment, differently per rank and call.
+              const size_t at = (static_cast<size_t>(rank) + count + d + op + in_place) % 8;
+              send.assign(at + bytes, 0);
+              recv.assign(at + bytes + 64, 0xab);  // poisoned, with guard zones around the result
+              uint8_t* out = recv.data() + at;
+              fill_input(d, op, rank, count, in_place ? out : send.data() + at);
+              const AllreduceOp o{in_place ? out : send.data() + at, out, count, red};
               const Status st = comms[a]->allreduce(o);
-              const bool ok = st.ok() && (bytes == 0 || std::memcmp(recv.data(), expected.data(), bytes) == 0) &&
-                              recv[bytes] == 0xab && recv[bytes + 63] == 0xab;
+              const bool ok = st.ok() && (bytes == 0 || std::memcmp(out, expected.data(), bytes) == 0) &&
+                              std::all_of(recv.begin(), recv.begin() + static_cast<long>(at),
+                                          [](uint8_t b) { return b == 0xab; }) &&
+                              out[bytes] == 0xab && out[bytes + 63] == 0xab;
               checks.fetch_add(1);
               if (!ok) {
                 fail.add(std::string(algos[a]) + " p=" + std::to_string(p) + " rank " +
