@@ -31,6 +31,11 @@
 //                                         and MPI_Iallreduce + MPI_Wait calls on it fail,
 //                                         buffers untouched; freeing it and other
 //                                         communicators work
+//   pmpi_conformance --grequest-fails     only under the preload with test/grequest_fail_shim.so
+//                                         preloaded first and GREQUEST_FAIL_AT=2 on rank 0: the
+//                                         served MPI_Iallreduce that gets no generalized request
+//                                         returns MPI's error and MPI_REQUEST_NULL, its
+//                                         operation ended; the others and later calls work
 //   pmpi_conformance --nonblocking        the matrix and the pass-through cases through
 //                                         MPI_Iallreduce, completed by MPI_Wait, MPI_Waitall
 //                                         (with point-to-point requests), MPI_Test, MPI_Waitany,
@@ -475,6 +480,31 @@ bool is_sum(MPI_Comm comm, const std::vector<int>& v, int k) {
   return true;
 }
 
+// Under test/grequest_fail_shim.so with GREQUEST_FAIL_AT=2 on rank 0: its second served
+// MPI_Iallreduce cannot get a generalized request. That call returns MPI's error with
+// MPI_REQUEST_NULL, its operation having been ended (run to completion, as every rank joined
+// it) rather than left running; the other ranks' requests complete normally, and later calls
+// on the same communicator work.
+void grequest_fails() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  for (int k = 0; k < 4; ++k) {
+    std::vector<int> v = input(MPI_COMM_WORLD, 1000, k);
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = MPI_Iallreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                  &req);
+    const bool fails = g_rank == 0 && k == 1;
+    if (fails) {
+      expect(rc == MPI_ERR_INTERN && req == MPI_REQUEST_NULL,
+             "no generalized request: MPI's error, MPI_REQUEST_NULL");
+    } else {
+      expect(rc == MPI_SUCCESS && MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS,
+             "MPI_Iallreduce " + std::to_string(k));
+    }
+    expect(is_sum(MPI_COMM_WORLD, v, k), "the operation ran to its end: " + std::to_string(k));
+  }
+}
+
 // Several MPI_Iallreduce outstanding at once (small ones, and one large enough to start at
 // once on libcollx's thread), completed in reverse order by MPI_Wait, then by one MPI_Waitall.
 void several(MPI_Comm comm) {
@@ -670,6 +700,8 @@ int main(int argc, char** argv) {
     libcollx_error();
   } else if (mode == "--unusable") {
     unusable_comm();
+  } else if (mode == "--grequest-fails") {
+    grequest_fails();
   } else if (mode == "--progress") {
     progress_while_waiting(argc > 2 ? argv[2] : "");
   } else if (mode == "--request-free") {

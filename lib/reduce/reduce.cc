@@ -1,7 +1,6 @@
 #include "reduce/reduce.h"
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #if defined(__x86_64__)
