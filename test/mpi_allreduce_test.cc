@@ -201,8 +201,9 @@ void nonblocking() {
 
 // Random batches of 1 - 4 iallreduces on one communicator (the same calls on every rank, from
 // one seed) completed in a random order of each rank's own, half by collx_test loops and half
-// by collx_wait, with a blocking allreduce on a second communicator between the posts and the
-// completions every other batch. Each result bitwise against the exact one, with 16 guard
+// by collx_wait, with a blocking allreduce between the posts and the completions every other
+// batch (on a second communicator, or on the first one after the operations posted there).
+// Buffers 0 - 7 bytes off alignment; each result bitwise against the exact one, with 16 guard
 // bytes that must stay untouched.
 void random_orders(unsigned seed, int batches) {
   int p = 0;

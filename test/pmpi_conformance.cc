@@ -486,8 +486,6 @@ bool is_sum(MPI_Comm comm, const std::vector<int>& v, int k) {
 // it) rather than left running; the other ranks' requests complete normally, and later calls
 // on the same communicator work.
 void grequest_fails() {
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
   for (int k = 0; k < 4; ++k) {
     std::vector<int> v = input(MPI_COMM_WORLD, 1000, k);
     MPI_Request req = MPI_REQUEST_NULL;

@@ -233,6 +233,7 @@ TEST_CASE("a call's buffers: same kind of memory, one device, inside one allocat
     c.set_memory_query(&drv);
     std::vector<float> host(16);
     AllreduceOp op;
+    REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_SUM, &op.red).ok());  // (as validate() sets it)
     CHECK(c.check_memory(host.data(), host.data(), 64, "f", &op).ok());
     CHECK(op.mem == MemKind::kHost);
     // Managed memory is host-reachable: the host path.

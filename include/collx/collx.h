@@ -154,8 +154,8 @@ COLLX_API collx_status_t collx_comm_node(collx_comm_t comm, collx_comm_node_t* n
  * host memory, CUDA managed memory or CUDA device memory (of one device), of the same kind
  * (COLLX_ERR_INVALID_ARG otherwise). Host and managed buffers may start at any byte; device
  * buffers at a multiple of the element size, as CUDA kernels need (COLLX_ERR_INVALID_ARG
- * otherwise). Device buffers are read once the work queued on the
- * legacy default stream before the call has finished, as a CUDA-aware MPI's are; ranks of
+ * otherwise). Device buffers are read once the work queued on the legacy default stream
+ * before the call has finished, as a CUDA-aware MPI's are; ranks of
  * one node whose GPUs reach each other's memory reduce them with GPU kernels over CUDA IPC
  * (COLLX_CUDA=0: not), other ranks through pinned host memory in chunks of
  * COLLX_STAGING_CHUNK. A device buffer without a usable CUDA driver is

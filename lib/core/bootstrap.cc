@@ -12,25 +12,21 @@ namespace {
 
 uint64_t hash(const std::string& s) { return fnv1a(s.data(), s.size()); }
 
-// SharedSettings' entries: the variable and whether the value is a string's hash.
+// SharedSettings' entries: the variable, and for a string (which travels as its hash) the
+// Config member that holds it.
 struct SettingName {
   const char* name;
-  bool hashed;
+  const std::string Config::*text = nullptr;
 };
-constexpr SettingName kSettingNames[kSharedSettings] = {
-    {"COLLX_ALLREDUCE_ALGO", true}, {"COLLX_TUNE", true},
-    {"COLLX_TUNE_ACROSS", true},    {"COLLX_RING_SEGMENT", false},
-    {"COLLX_CHECK", false},         {"COLLX_CMA_MIN", false},
-    {"COLLX_SHM_CHUNK", false},     {"COLLX_SHM_AREAS", false},
-    {"COLLX_STAGING_CHUNK", false}, {"COLLX_CUDA", false},
-    {"COLLX_CUDA_TWO_SHOT", false}, {"COLLX_CUDA_IPC_MIN", false},
-    {"COLLX_CUDA_IPC_MIN_TIMESLICED", false}, {"COLLX_CUDA_FLAGS_MAX", false},
-    {"COLLX_PROFILE", false}};
-
-// The string of a hashed entry k of shared_settings(c).
-const std::string& hashed_setting(const Config& c, int k) {
-  return k == 0 ? c.algo : k == 1 ? c.tune : c.tune_across;
-}
+const SettingName kSettingNames[kSharedSettings] = {
+    {"COLLX_ALLREDUCE_ALGO", &Config::algo}, {"COLLX_TUNE", &Config::tune},
+    {"COLLX_TUNE_ACROSS", &Config::tune_across}, {"COLLX_RING_SEGMENT"},
+    {"COLLX_CHECK"},         {"COLLX_CMA_MIN"},
+    {"COLLX_SHM_CHUNK"},     {"COLLX_SHM_AREAS"},
+    {"COLLX_STAGING_CHUNK"}, {"COLLX_CUDA"},
+    {"COLLX_CUDA_TWO_SHOT"}, {"COLLX_CUDA_IPC_MIN"},
+    {"COLLX_CUDA_IPC_MIN_TIMESLICED"}, {"COLLX_CUDA_FLAGS_MAX"},
+    {"COLLX_PROFILE"}};
 
 }  // namespace
 
@@ -80,9 +76,9 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
       const uint64_t first = all[0].settings.value[k], mine = all[i].settings.value[k];
       if (mine == first) continue;
       const SettingName& s = kSettingNames[k];
-      if (s.hashed) {  // (the strings travel as hashes: this rank can show only its own)
+      if (s.text != nullptr) {  // (strings travel as hashes: this rank can show only its own)
         const std::string here =
-            own != nullptr ? format(" (this rank's: \"%s\")", hashed_setting(*own, k).c_str())
+            own != nullptr ? format(" (this rank's: \"%s\")", ((*own).*s.text).c_str())
                            : std::string();
         return error(COLLX_ERR_CONFIG,
                      "rank %d: %s differs between rank 0 and rank %d%s: set it alike on all "

@@ -3,7 +3,6 @@
 // operations in comm_async.cc, the device-buffer calls in comm_device.cc.
 #include "core/comm.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,7 +56,7 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
   // that would end the process's CUDA context: refused here instead. (cudaMalloc's are
   // 256-byte aligned; host buffers may lie at any offset.)
   if (s.kind == MemKind::kDevice) {
-    const size_t elem = std::max<size_t>(op->red.elem_size, 1);
+    const size_t elem = op->red.elem_size;  // (set by the caller: at least 1)
     const size_t send_off = reinterpret_cast<uintptr_t>(send) % elem;
     const size_t recv_off = reinterpret_cast<uintptr_t>(recv) % elem;
     if (send_off != 0 || recv_off != 0) {
