@@ -51,6 +51,12 @@
 //                                         waits in the collective): MPI_Allreduce, or
 //                                         MPI_Iallreduce + MPI_Wait, small or large, or
 //                                         large + MPI_Waitall
+//   pmpi_conformance --free-pending       MPI_Comm_free of a communicator with a request of
+//                                         MPI's own still pending on some ranks (MPICH then
+//                                         defers its attribute callbacks there), then an
+//                                         allreduce on MPI_COMM_WORLD, then the request's wait;
+//                                         then MPI_Comm_free on rank 0 with an MPI_Ibarrier
+//                                         pending, which the others complete before theirs
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations
@@ -640,6 +646,41 @@ void huge() {
   }
 }
 
+// MPI_Comm_free while a request of the MPI library's own on the communicator is still
+// pending on some ranks: MPICH runs a communicator's attribute delete callbacks only once no
+// request holds it, so on those ranks later (here: in MPI_Wait, after an allreduce on
+// MPI_COMM_WORLD that needs every rank). The preload must free its libcollx communicator at
+// MPI_Comm_free all the same, where every rank calls it (before, rank 0 waited there for the
+// others, which waited for it in the next allreduce: a deadlock until COLLX_TIMEOUT).
+void free_pending() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm x;
+  MPI_Comm_dup(MPI_COMM_WORLD, &x);
+  few(x, 11);  // (under the preload: creates its libcollx communicator)
+  struct { int v, i; } in{g_rank, g_rank}, out{-1, -1};
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, x, &req);  // passed through to MPICH
+  if (g_rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&x);
+  expect(x == MPI_COMM_NULL, "MPI_Comm_free with a request of MPI's own pending on it");
+  few(MPI_COMM_WORLD, 12);
+  if (g_rank != 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  expect(out.v == p - 1 && out.i == p - 1, "the request pending at MPI_Comm_free completes");
+  // MPI_Comm_free waits for the other members under the preload, so MPI's own operations
+  // must progress meanwhile: rank 0 frees a communicator with an MPI_Ibarrier pending, which
+  // the others wait for before they free it (its later rounds need rank 0's progress).
+  MPI_Comm y;
+  MPI_Comm_dup(MPI_COMM_WORLD, &y);
+  few(y, 13);
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  if (g_rank != 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&y);
+  if (g_rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  expect(y == MPI_COMM_NULL && req == MPI_REQUEST_NULL,
+         "MPI_Comm_free on rank 0 with an MPI_Ibarrier pending that the others wait for");
+}
+
 // MPI_COMM_SELF's delete callback of --self-callback: an allreduce while MPI_Finalize runs.
 bool g_self_ok = false;
 int self_callback(MPI_Comm, int, void*, void*) {
@@ -702,6 +743,8 @@ int main(int argc, char** argv) {
     grequest_fails();
   } else if (mode == "--progress") {
     progress_while_waiting(argc > 2 ? argv[2] : "");
+  } else if (mode == "--free-pending") {
+    free_pending();
   } else if (mode == "--request-free") {
     request_free(MPI_COMM_WORLD);
   } else if (mode == "--large-count") {

@@ -4,8 +4,9 @@
 ! one, mpi_f08's, which calls PMPI_Wait, is intercepted itself). Run it plain and with
 ! LD_PRELOAD=libcollx_mpi.so; both runs must produce exactly the expected results. Covers
 ! MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION, MPI_INTEGER8, MPI_Iallreduce with
-! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror) and with MPI_Waitall, and
-! MPI_LOGICAL with MPI_LAND (which must pass through). Prints "N passed, N failed" on rank 0;
+! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror) and with MPI_Waitall,
+! MPI_Comm_free with a request of MPI's own pending, and MPI_LOGICAL with MPI_LAND (which must
+! pass through). Prints "N passed, N failed" on rank 0;
 ! exit status 1 on any failure.
 program pmpi_fortran
 #ifdef USE_MPI_F08
@@ -13,10 +14,11 @@ program pmpi_fortran
   implicit none
   type(MPI_Request) :: reqs(2)
   type(MPI_Status) :: st
+  type(MPI_Comm) :: dup
 #else
   use mpi
   implicit none
-  integer :: reqs(2)
+  integer :: reqs(2), dup
 #endif
   integer, parameter :: n = 100003
   integer :: ierr, rank, p, i, r, passed, failed, tally(2), total(2)
@@ -24,7 +26,7 @@ program pmpi_fortran
   real :: rs(n), rv(n)
   double precision :: ds(n), dv(n)
   integer(kind=8) :: ls(n), lv(n)
-  logical :: flag, all_flag
+  logical :: flag, all_flag, l_in, l_out
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -105,6 +107,24 @@ program pmpi_fortran
   call check(ierr == MPI_SUCCESS .and. all([(iv(i) == p * mod(i, 1000) + 7 * p * (p - 1) / 2, &
              i = 1, n)]) .and. all([(rv(i) == real(p * mod(i, 100) + p * (p - 1) / 2), &
              i = 1, 3)]), 'two MPI_Iallreduce, one MPI_Waitall')
+
+  ! MPI_Comm_free with a request of MPI's own (MPI_LAND, passed through) still pending on it on
+  ! the ranks but 0, where MPICH then defers the communicator's attribute callbacks: the
+  ! preload frees its libcollx communicator in MPI_Comm_free itself (mpi_f08's calls
+  ! PMPI_Comm_free, and is intercepted too), not later, when the others wait for rank 0 in
+  ! the allreduce on MPI_COMM_WORLD.
+  call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)
+  iv(1) = rank
+  call MPI_Allreduce(MPI_IN_PLACE, iv, 1, MPI_INTEGER, MPI_SUM, dup, ierr)
+  l_in = .true.
+  call MPI_Iallreduce(l_in, l_out, 1, MPI_LOGICAL, MPI_LAND, dup, reqs(2), ierr)
+  if (rank == 0) call MPI_Wait(reqs(2), MPI_STATUS_IGNORE, ierr)
+  call MPI_Comm_free(dup, ierr)
+  flag = ierr == MPI_SUCCESS .and. dup == MPI_COMM_NULL .and. iv(1) == p * (p - 1) / 2
+  iv(1) = 1
+  call MPI_Allreduce(MPI_IN_PLACE, iv, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank /= 0) call MPI_Wait(reqs(2), MPI_STATUS_IGNORE, ierr)
+  call check(flag .and. iv(1) == p .and. l_out, 'MPI_Comm_free with a request of MPI''s pending')
 
   ! MPI_LOGICAL and MPI_LAND: the interposer passes it through to MPI.
   flag = rank /= 1

@@ -9,8 +9,9 @@
 //
 // A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
 // communicator (bootstrapped with PMPI_Allgather on it), cached on it with an attribute whose
-// delete callback destroys it (MPI_Comm_free, or MPI_Finalize for those still alive), so dups,
-// splits and reordered communicators each get their own. Contiguous predefined integer
+// delete callback destroys it, so dups, splits and reordered communicators each get their
+// own. MPI_Comm_free (intercepted, in C and mpi_f08) deletes that attribute itself, and
+// MPI_Finalize those still alive. Contiguous predefined integer
 // (C and Fortran), floating and byte types with sum/prod/min/max/band/bor/bxor (as MPI allows
 // them by type) take the fast path; everything else, and
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged, but for device
@@ -95,11 +96,16 @@ struct Cached {
   collx_comm_t comm = nullptr;  // null: creation failed, always pass through
 };
 
+// Runs from the program's MPI_Comm_free (release() below), from MPI_Finalize (finish()), or
+// when MPICH frees the communicator by other means (MPI_Comm_disconnect).
 int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   auto* c = static_cast<Cached*>(value);
-  // Collective, like MPI_Comm_free. A failure (a member gone, the deadline passed) is the
-  // libcollx communicator's alone: MPI's own is freed all the same, so it is only reported.
-  // One that failed earlier is freed at once; its error was reported by the call it failed.
+  // Collective, like MPI_Comm_free, and as that may wait for the other members, MPI's own
+  // operations progress meanwhile (a member may first wait for one of them). A failure (a
+  // member gone, the deadline passed) is the libcollx communicator's alone: MPI's own is
+  // freed all the same, so it is only reported. One that failed earlier is freed at once; its
+  // error was reported by the call it failed.
+  const MpiProgress progress;
   const collx_status_t st = c->comm != nullptr ? collx_comm_destroy(c->comm) : COLLX_SUCCESS;
   if (st != COLLX_SUCCESS && st != COLLX_ERR_COMM_FAILED) {
     std::fprintf(stderr, "libcollx_mpi: freeing a libcollx communicator failed: %s\n",
@@ -169,6 +175,18 @@ void ensure_started() {
     start(provided);
     g_started.store(true, std::memory_order_release);
   });
+}
+
+// MPI_Comm_free (C, and mpi_f08's): frees `comm`'s libcollx communicator there, by deleting
+// the attribute that holds it, where every member frees it in the same order as its other
+// collectives. (MPICH runs a communicator's delete callbacks only once no request holds it:
+// left to MPICH, a rank with a request of MPI's own pending on it would free its part at that
+// request's completion, while the others wait for it in MPI_Comm_free.)
+void release(MPI_Comm comm) {
+  if (!g_started.load(std::memory_order_acquire) || !g.enabled) return;
+  // (Freeing these is an error, which MPI reports.)
+  if (comm == MPI_COMM_NULL || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF) return;
+  if (cached_on(comm) != nullptr) PMPI_Comm_delete_attr(comm, g.keyval);
 }
 
 // One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
@@ -403,6 +421,24 @@ __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf,
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   wait_if_ours(request);
   return PMPI_Wait(request, status);
+}
+
+__attribute__((visibility("default"))) int MPI_Comm_free(MPI_Comm* comm) {
+  if (comm != nullptr) release(*comm);
+  return PMPI_Comm_free(comm);
+}
+
+// MPI_Comm_free of MPICH's mpi_f08 module, which calls PMPI_Comm_free itself: the same, then
+// MPICH's own (a TYPE(MPI_Comm) is its handle, an MPI_Fint, which is MPICH's MPI_Comm).
+__attribute__((visibility("default"))) void mpi_comm_free_f08_(MPI_Comm* comm, int* ierror) {
+  using F08Free = void (*)(MPI_Comm*, int*);
+  static const auto next = reinterpret_cast<F08Free>(dlsym(RTLD_NEXT, "mpi_comm_free_f08_"));
+  if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
+    if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
+    return;
+  }
+  if (comm != nullptr) release(*comm);
+  next(comm, ierror);
 }
 
 // MPI_Wait of MPICH's mpi_f08 module, which calls PMPI_Wait itself (so the C MPI_Wait above

@@ -1,0 +1,410 @@
+// An ordinary MPI program (no libcollx calls) that does, in a random order drawn from one
+// seed, what applications do with MPI_Allreduce and MPI_Iallreduce, for the PMPI interposer:
+// run it plain (MPICH's own answers check the program) and with LD_PRELOAD=libcollx_mpi.so.
+//   pmpi_random SEED STEPS [--threads]
+// Each step is one of (the same on every rank, from SEED):
+//  - post an MPI_Iallreduce (or MPI_Iallreduce_c: each rank picks its own) on one of up to
+//    five live communicators: MPI_COMM_WORLD (or, with --threads, the thread's dup of it) and
+//    dups and splits of any live one (splits with colors and reordered keys, so different
+//    groups run different collectives at once);
+//  - a blocking MPI_Allreduce (or MPI_Allreduce_c) on one, with operations outstanding on it
+//    and on others;
+//  - complete outstanding operations: each rank its own random subset, in its own order, by
+//    one of MPI_Wait, MPI_Test, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Testall,
+//    MPI_Testany and MPI_Testsome (so ranks wait for different operations at the same time,
+//    which MPI's progress rule allows);
+//  - create a communicator (MPI_Comm_dup or MPI_Comm_split of a live one), or free one,
+//    possibly with operations on it outstanding.
+// Every call is a random served type x op (integers, floating types, MPI_BYTE, a Fortran
+// type) or, one in eight, one the interposer passes to MPI (a user-defined op, MPI_MAXLOC on
+// MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
+// in place or not, each rank's buffers 0 - 7 bytes off malloc's alignment. Each result is
+// compared bitwise with the exact one, with guard bytes before and after it; send buffers
+// must be unchanged. At the end every operation is completed; the communicators left are
+// freed, or left to MPI_Finalize (from the seed).
+// --threads: MPI_THREAD_MULTIPLE, and two threads per process, each running its own sequence
+// (seeds SEED and SEED + 1) on its own dup of MPI_COMM_WORLD and what it creates from it.
+// Prints "N passed, N failed"; exit status 1 on any failure.
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/mpi_finish.h"
+#include "common/pattern.h"
+
+using namespace collx::test;
+
+namespace {
+
+int g_rank = 0;
+std::atomic<int> g_passed{0}, g_failed{0};
+
+void expect(bool ok, const std::string& what) {
+  ok ? ++g_passed : ++g_failed;
+  if (!ok && g_failed <= 20) std::fprintf(stderr, "rank %d: FAILED %s\n", g_rank, what.c_str());
+}
+
+// The MPI types served, with the libcollx dtype that has their layout (for the reference).
+struct Type {
+  MPI_Datatype type;
+  collx_dtype_t d;
+  const char* name;
+};
+const Type kTypes[] = {
+    {MPI_INT8_T, COLLX_INT8, "MPI_INT8_T"},       {MPI_UINT8_T, COLLX_UINT8, "MPI_UINT8_T"},
+    {MPI_INT16_T, COLLX_INT16, "MPI_INT16_T"},    {MPI_UINT16_T, COLLX_UINT16, "MPI_UINT16_T"},
+    {MPI_INT32_T, COLLX_INT32, "MPI_INT32_T"},    {MPI_UINT32_T, COLLX_UINT32, "MPI_UINT32_T"},
+    {MPI_INT64_T, COLLX_INT64, "MPI_INT64_T"},    {MPI_UINT64_T, COLLX_UINT64, "MPI_UINT64_T"},
+    {MPI_FLOAT, COLLX_FLOAT32, "MPI_FLOAT"},      {MPI_DOUBLE, COLLX_FLOAT64, "MPI_DOUBLE"},
+    {MPI_INT, COLLX_INT32, "MPI_INT"},            {MPI_LONG, COLLX_INT64, "MPI_LONG"},
+    {MPI_CHAR, COLLX_INT8, "MPI_CHAR"},           {MPI_BYTE, COLLX_UINT8, "MPI_BYTE"},
+    {MPI_UNSIGNED_SHORT, COLLX_UINT16, "MPI_UNSIGNED_SHORT"},
+    {MPI_DOUBLE_PRECISION, COLLX_FLOAT64, "MPI_DOUBLE_PRECISION"},
+    {MPI_INTEGER, COLLX_INT32, "MPI_INTEGER"}};
+
+struct Op {
+  MPI_Op op;
+  collx_op_t o;
+  const char* name;
+};
+const Op kOps[] = {{MPI_SUM, COLLX_SUM, "sum"},   {MPI_PROD, COLLX_PROD, "prod"},
+                   {MPI_MIN, COLLX_MIN, "min"},   {MPI_MAX, COLLX_MAX, "max"},
+                   {MPI_BAND, COLLX_BAND, "band"}, {MPI_BOR, COLLX_BOR, "bor"},
+                   {MPI_BXOR, COLLX_BXOR, "bxor"}};
+
+bool allowed(const Type& t, const Op& o) {
+  const bool bitwise = o.o == COLLX_BAND || o.o == COLLX_BOR || o.o == COLLX_BXOR;
+  if (t.type == MPI_BYTE) return bitwise;
+  return op_valid(t.d, o.o);
+}
+
+void user_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  for (int i = 0; i < *len; ++i) {  // (the buffers may be off int's alignment)
+    int a = 0, b = 0;
+    std::memcpy(&a, static_cast<char*>(in) + 4 * i, 4);
+    std::memcpy(&b, static_cast<char*>(inout) + 4 * i, 4);
+    b += a;
+    std::memcpy(static_cast<char*>(inout) + 4 * i, &b, 4);
+  }
+}
+
+// What one call reduces: a served type x op, or one of three the interposer passes to MPI.
+enum Passed { kNone, kUserOp, kMaxloc, kLand };
+struct Case {
+  const Type* t = nullptr;
+  const Op* o = nullptr;
+  Passed passed = kNone;
+  size_t count = 0;
+  bool in_place = false;
+};
+
+size_t element_size(const Case& c) {
+  if (c.passed == kMaxloc) return 8;
+  if (c.passed != kNone) return 4;
+  size_t size = 0;
+  collx::with_dtype(c.t->d, [&](auto t) { size = sizeof(t); });
+  return size;
+}
+
+std::string describe(const Case& c) {
+  std::string s;
+  switch (c.passed) {
+    case kUserOp: s = "MPI_INT user-defined sum"; break;
+    case kMaxloc: s = "MPI_2INT MPI_MAXLOC"; break;
+    case kLand: s = "MPI_INT MPI_LAND"; break;
+    default: s = std::string(c.t->name) + " " + c.o->name;
+  }
+  return s + " count " + std::to_string(c.count) + (c.in_place ? " in place" : "");
+}
+
+// Rank r's input (`buf`, at any alignment) and the exact result over p ranks.
+void fill(const Case& c, int r, void* buf) {
+  auto* b = static_cast<uint8_t*>(buf);
+  for (size_t i = 0; i < c.count; ++i) {
+    if (c.passed == kMaxloc) {  // {value, index}: MPI's answer is the max, lowest index
+      const int v[2] = {static_cast<int>(value(COLLX_MAX, true, r, i)), r};
+      std::memcpy(b + 8 * i, v, 8);
+    } else if (c.passed == kLand) {
+      const int v = (i + static_cast<size_t>(r)) % 7 != 0;  // (MPICH copies a lone rank's)
+      std::memcpy(b + 4 * i, &v, 4);
+    }
+  }
+  if (c.passed == kUserOp) fill_input(COLLX_INT32, COLLX_SUM, r, c.count, buf);
+  if (c.passed == kNone) fill_input(c.t->d, c.o->o, r, c.count, buf);
+}
+void fill_result(const Case& c, int p, void* buf) {
+  auto* b = static_cast<uint8_t*>(buf);
+  if (c.passed == kUserOp) return fill_expected(COLLX_INT32, COLLX_SUM, p, c.count, buf);
+  if (c.passed == kNone) return fill_expected(c.t->d, c.o->o, p, c.count, buf);
+  for (size_t i = 0; i < c.count; ++i) {
+    if (c.passed == kMaxloc) {
+      int v[2] = {static_cast<int>(value(COLLX_MAX, true, 0, i)), 0};
+      for (int r = 1; r < p; ++r) {
+        const int x = static_cast<int>(value(COLLX_MAX, true, r, i));
+        if (x > v[0]) v[0] = x, v[1] = r;
+      }
+      std::memcpy(b + 8 * i, v, 8);
+    } else {
+      int all = 1;
+      for (int r = 0; r < p; ++r) all &= (i + static_cast<size_t>(r)) % 7 != 0;
+      std::memcpy(b + 4 * i, &all, 4);
+    }
+  }
+}
+
+// One call's buffers: `at` bytes (this rank's own offset) of guard before each, 16 after the
+// result.
+constexpr uint8_t kGuard = 0xcd;
+struct Call {
+  Case c;
+  int p = 1, r = 0;  // the communicator's size, this rank's rank in it
+  size_t at = 0;
+  std::vector<uint8_t> in, out;
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::string what;
+};
+
+void prepare(Call& k, MPI_Comm comm, std::mt19937& mine) {
+  MPI_Comm_rank(comm, &k.r);
+  MPI_Comm_size(comm, &k.p);
+  k.at = mine() % 8;
+  const size_t bytes = k.c.count * element_size(k.c);
+  k.in.assign(k.at + bytes, kGuard);
+  fill(k.c, k.r, k.in.data() + k.at);
+  k.out.assign(k.at + bytes + 16, kGuard);
+  if (k.c.in_place) std::copy(k.in.begin(), k.in.end(), k.out.begin());
+}
+
+// Both buffers after the call: the result between untouched guards, the input unchanged.
+void check(const Call& k, int rc) {
+  std::vector<uint8_t> want(k.out.size(), kGuard), input(k.in.size(), kGuard);
+  fill_result(k.c, k.p, want.data() + k.at);
+  fill(k.c, k.r, input.data() + k.at);
+  expect(rc == MPI_SUCCESS && k.out == want && (k.c.in_place || k.in == input),
+         k.what + " at +" + std::to_string(k.at));
+}
+
+MPI_Op g_user_sum = MPI_OP_NULL;
+
+MPI_Datatype type_of(const Case& c) {
+  if (c.passed == kMaxloc) return MPI_2INT;
+  if (c.passed != kNone) return MPI_INT;
+  return c.t->type;
+}
+MPI_Op op_of(const Case& c) {
+  if (c.passed == kUserOp) return g_user_sum;
+  if (c.passed == kMaxloc) return MPI_MAXLOC;
+  if (c.passed == kLand) return MPI_LAND;
+  return c.o->op;
+}
+
+// One thread's sequence.
+class Run {
+ public:
+  Run(unsigned seed, MPI_Comm base, const char* label)
+      : seed_(seed), shared_(seed), mine_(seed * 7919u + 17u + static_cast<unsigned>(g_rank)),
+        label_(label) {
+    comms_.push_back(base);
+  }
+
+  void step(int s) {
+    step_ = s;
+    const unsigned what = shared_() % 100;
+    if (what < 45) call(true);
+    else if (what < 65) call(false);
+    else if (what < 85) complete(false);
+    else if (what < 93) create();
+    else free_one();
+  }
+
+  // Completes everything; frees what this run created, or leaves it to MPI_Finalize.
+  void end() {
+    complete(true);
+    const bool leave = shared_() % 2 == 0;
+    for (size_t i = 1; i < comms_.size() && !leave; ++i) MPI_Comm_free(&comms_[i]);
+  }
+
+ private:
+  std::string where() const {
+    return std::string(label_) + "seed " + std::to_string(seed_) + " step " +
+           std::to_string(step_) + ": ";
+  }
+
+  Case draw() {
+    Case c;
+    const unsigned kind = shared_() % 24;  // one in eight passed to MPI
+    c.passed = kind == 0 ? kUserOp : kind == 1 ? kMaxloc : kind == 2 ? kLand : kNone;
+    do {
+      c.t = &kTypes[shared_() % std::size(kTypes)];
+      c.o = &kOps[shared_() % std::size(kOps)];
+    } while (!allowed(*c.t, *c.o));
+    static const size_t bounds[] = {0, 1, 2, 3, 7, 100, 1024, 4099, 16384, 65539, 262147};
+    const size_t b = bounds[shared_() % std::size(bounds)], any = shared_() % (1u << 18);
+    c.count = shared_() % 4 != 0 ? b : any;
+    c.in_place = shared_() % 2 == 1;
+    return c;
+  }
+
+  MPI_Comm pick() { return comms_[shared_() % comms_.size()]; }
+
+  // An MPI_Iallreduce (kept outstanding) or an MPI_Allreduce (checked at once); each rank
+  // picks the int or the large-count function for itself.
+  void call(bool nonblocking) {
+    Call k;
+    k.c = draw();
+    MPI_Comm comm = pick();
+    prepare(k, comm, mine_);
+    const bool large = mine_() % 2 == 1;
+    k.what = where() + (nonblocking ? "MPI_Iallreduce" : "MPI_Allreduce") + (large ? "_c " : " ") +
+             describe(k.c);
+    if (!nonblocking) k.what += " (" + std::to_string(outstanding_.size()) + " outstanding)";
+    const void* send = k.c.in_place ? MPI_IN_PLACE : k.in.data() + k.at;
+    void* recv = k.out.data() + k.at;
+    const MPI_Datatype type = type_of(k.c);
+    const MPI_Op op = op_of(k.c);
+    const MPI_Count n = static_cast<MPI_Count>(k.c.count);
+    int rc = MPI_SUCCESS;
+    if (nonblocking) {
+      rc = large ? MPI_Iallreduce_c(send, recv, n, type, op, comm, &k.req)
+                 : MPI_Iallreduce(send, recv, static_cast<int>(n), type, op, comm, &k.req);
+      expect(rc == MPI_SUCCESS, k.what + ": the post");
+      if (rc == MPI_SUCCESS) outstanding_.push_back(std::move(k));
+      return;
+    }
+    rc = large ? MPI_Allreduce_c(send, recv, n, type, op, comm)
+               : MPI_Allreduce(send, recv, static_cast<int>(n), type, op, comm);
+    check(k, rc);
+  }
+
+  void create() {
+    MPI_Comm parent = pick();
+    const bool split = shared_() % 2 == 1;
+    const unsigned colors = 1 + shared_() % 3, salt = shared_() % 1000;
+    if (comms_.size() >= 5) return;  // (the draws above are the same on every rank)
+    MPI_Comm made = MPI_COMM_NULL;
+    if (split) {
+      int r = 0, q = 1;
+      MPI_Comm_rank(parent, &r);
+      MPI_Comm_size(parent, &q);
+      const int color = static_cast<int>((static_cast<unsigned>(r) * 5u + salt) % colors);
+      const int key = static_cast<int>((static_cast<unsigned>(q - r) * 3u + salt) % 7u);
+      MPI_Comm_split(parent, color, key, &made);
+    } else {
+      MPI_Comm_dup(parent, &made);
+    }
+    comms_.push_back(made);
+  }
+
+  void free_one() {
+    const size_t i = 1 + shared_() % 4;
+    if (i >= comms_.size()) return;
+    MPI_Comm_free(&comms_[i]);
+    comms_.erase(comms_.begin() + static_cast<long>(i));
+  }
+
+  // Completes a random subset of this rank's outstanding operations (all of them with `all`),
+  // by one completion call drawn for this rank.
+  void complete(bool all) {
+    std::vector<Call> now;
+    for (Call& k : outstanding_) (all || mine_() % 2 == 0 ? now : kept_).push_back(std::move(k));
+    outstanding_.swap(kept_);
+    kept_.clear();
+    if (now.empty()) return;
+    std::shuffle(now.begin(), now.end(), mine_);
+    const unsigned how = mine_() % 8;
+    static const char* const names[] = {"MPI_Wait", "MPI_Test", "MPI_Waitall", "MPI_Waitany",
+                                        "MPI_Waitsome", "MPI_Testall", "MPI_Testany",
+                                        "MPI_Testsome"};
+    std::vector<MPI_Request> reqs;
+    for (Call& k : now) {
+      k.what += std::string(", completed by ") + names[how];
+      reqs.push_back(k.req);
+    }
+    const size_t n = reqs.size();
+    std::vector<int> rcs(n, MPI_SUCCESS), index(n);
+    std::vector<MPI_Status> st(n);
+    auto done = [&] {
+      return std::all_of(reqs.begin(), reqs.end(), [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
+    };
+    const double deadline = MPI_Wtime() + 120;
+    int flag = 0, outcount = 0, rc = MPI_SUCCESS;
+    while (!done() && rc == MPI_SUCCESS && MPI_Wtime() < deadline) {
+      switch (how) {
+        case 0: for (size_t i = 0; i < n; ++i) rcs[i] = MPI_Wait(&reqs[i], MPI_STATUS_IGNORE); break;
+        case 1:
+          for (size_t i = 0; i < n; ++i) {
+            if (reqs[i] != MPI_REQUEST_NULL) rcs[i] = MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+          }
+          break;
+        case 2: rc = MPI_Waitall(static_cast<int>(n), reqs.data(), st.data()); break;
+        case 3: rc = MPI_Waitany(static_cast<int>(n), reqs.data(), index.data(), MPI_STATUS_IGNORE); break;
+        case 4: rc = MPI_Waitsome(static_cast<int>(n), reqs.data(), &outcount, index.data(), st.data()); break;
+        case 5: rc = MPI_Testall(static_cast<int>(n), reqs.data(), &flag, st.data()); break;
+        case 6: rc = MPI_Testany(static_cast<int>(n), reqs.data(), index.data(), &flag, MPI_STATUS_IGNORE); break;
+        default: rc = MPI_Testsome(static_cast<int>(n), reqs.data(), &outcount, index.data(), st.data()); break;
+      }
+      if (std::any_of(rcs.begin(), rcs.end(), [](int x) { return x != MPI_SUCCESS; })) break;
+    }
+    if (!done()) {  // (an error was reported above, or the deadline passed: give up)
+      expect(false, now.front().what + ": " + std::to_string(n) + " not completed (rc " +
+                        std::to_string(rc) + ")");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t i = 0; i < n; ++i) check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
+  }
+
+  const unsigned seed_;
+  std::mt19937 shared_, mine_;  // the same on every rank; this rank's own
+  const char* const label_;
+  int step_ = 0;
+  std::vector<MPI_Comm> comms_;
+  std::vector<Call> outstanding_, kept_;
+};
+
+void run(unsigned seed, int steps, MPI_Comm base, const char* label) {
+  Run r(seed, base, label);
+  for (int s = 0; s < steps; ++s) r.step(s);
+  r.end();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: pmpi_random SEED STEPS [--threads]\n");
+    return 2;
+  }
+  const unsigned seed = static_cast<unsigned>(std::strtoul(argv[1], nullptr, 10));
+  const int steps = std::atoi(argv[2]);
+  const bool threads = argc > 3 && std::strcmp(argv[3], "--threads") == 0;
+  int provided = MPI_THREAD_SINGLE;
+  if (threads) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Op_create(user_sum, 1, &g_user_sum);
+  if (!threads) {
+    run(seed, steps, MPI_COMM_WORLD, "");
+  } else if (provided != MPI_THREAD_MULTIPLE) {
+    expect(false, "MPI_THREAD_MULTIPLE provided");
+  } else {
+    MPI_Comm a, b;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    std::thread other(run, seed + 1, steps, b, "thread 1, ");
+    run(seed, steps, a, "thread 0, ");
+    other.join();
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+  }
+  MPI_Op_free(&g_user_sum);
+  return collx::test::mpi_finish(g_passed.load(), g_failed.load());
+}
