@@ -5,16 +5,17 @@
 // Each step is one of (the same on every rank, from SEED):
 //  - post an MPI_Iallreduce (or MPI_Iallreduce_c: each rank picks its own) on one of up to
 //    five live communicators: MPI_COMM_WORLD (or, with --threads, the thread's dup of it) and
-//    dups and splits of any live one (splits with colors and reordered keys, so different
-//    groups run different collectives at once);
+//    those created from any live one (below; splits have colors and reordered keys, so
+//    different groups run different collectives at once);
 //  - a blocking MPI_Allreduce (or MPI_Allreduce_c) on one, with operations outstanding on it
 //    and on others;
 //  - complete outstanding operations: each rank its own random subset, in its own order, by
 //    one of MPI_Wait, MPI_Test, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Testall,
 //    MPI_Testany and MPI_Testsome (so ranks wait for different operations at the same time,
 //    which MPI's progress rule allows);
-//  - create a communicator (MPI_Comm_dup or MPI_Comm_split of a live one), or free one,
-//    possibly with operations on it outstanding.
+//  - create a communicator from a live one (MPI_Comm_dup, MPI_Comm_split, MPI_Comm_split_type
+//    or MPI_Comm_create_group of some of its ranks), or free one, possibly with operations on
+//    it outstanding.
 // Every call is a random served type x op (integers, floating types, MPI_BYTE, a Fortran
 // type) or, one in eight, one the interposer passes to MPI (a user-defined op, MPI_MAXLOC on
 // MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
@@ -230,7 +231,9 @@ class Run {
   void end() {
     complete(true);
     const bool leave = shared_() % 2 == 0;
-    for (size_t i = 1; i < comms_.size() && !leave; ++i) MPI_Comm_free(&comms_[i]);
+    for (size_t i = 1; i < comms_.size() && !leave; ++i) {
+      if (comms_[i] != MPI_COMM_NULL) MPI_Comm_free(&comms_[i]);
+    }
   }
 
  private:
@@ -262,6 +265,7 @@ class Run {
     Call k;
     k.c = draw();
     MPI_Comm comm = pick();
+    if (comm == MPI_COMM_NULL) return;  // (not a member of that group)
     prepare(k, comm, mine_);
     const bool large = mine_() % 2 == 1;
     k.what = where() + (nonblocking ? "MPI_Iallreduce" : "MPI_Allreduce") + (large ? "_c " : " ") +
@@ -285,21 +289,40 @@ class Run {
     check(k, rc);
   }
 
+  // A dup, a split (colors and reordered keys), a split by shared memory, or a group of some
+  // ranks in reverse order (MPI_Comm_create_group, called by its members only: the others
+  // hold MPI_COMM_NULL in that slot, and so in those made from it, and skip the calls on it).
   void create() {
     MPI_Comm parent = pick();
-    const bool split = shared_() % 2 == 1;
-    const unsigned colors = 1 + shared_() % 3, salt = shared_() % 1000;
+    const unsigned kind = shared_() % 4, colors = 1 + shared_() % 3, salt = shared_() % 1000;
     if (comms_.size() >= 5) return;  // (the draws above are the same on every rank)
     MPI_Comm made = MPI_COMM_NULL;
-    if (split) {
-      int r = 0, q = 1;
+    int r = 0, q = 1;
+    if (parent != MPI_COMM_NULL) {
       MPI_Comm_rank(parent, &r);
       MPI_Comm_size(parent, &q);
+    }
+    auto member = [&](int x) { return x == 0 || (static_cast<unsigned>(x) * 3u + salt) % 4u != 0; };
+    if (parent == MPI_COMM_NULL) {
+    } else if (kind == 0) {
+      MPI_Comm_dup(parent, &made);
+    } else if (kind == 1) {
       const int color = static_cast<int>((static_cast<unsigned>(r) * 5u + salt) % colors);
       const int key = static_cast<int>((static_cast<unsigned>(q - r) * 3u + salt) % 7u);
       MPI_Comm_split(parent, color, key, &made);
-    } else {
-      MPI_Comm_dup(parent, &made);
+    } else if (kind == 2) {
+      MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, q - r, MPI_INFO_NULL, &made);
+    } else if (member(r)) {
+      std::vector<int> ranks;
+      for (int x = q - 1; x >= 0; --x) {
+        if (member(x)) ranks.push_back(x);
+      }
+      MPI_Group all, some;
+      MPI_Comm_group(parent, &all);
+      MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &some);
+      MPI_Comm_create_group(parent, some, static_cast<int>(salt), &made);
+      MPI_Group_free(&some);
+      MPI_Group_free(&all);
     }
     comms_.push_back(made);
   }
@@ -307,7 +330,7 @@ class Run {
   void free_one() {
     const size_t i = 1 + shared_() % 4;
     if (i >= comms_.size()) return;
-    MPI_Comm_free(&comms_[i]);
+    if (comms_[i] != MPI_COMM_NULL) MPI_Comm_free(&comms_[i]);
     comms_.erase(comms_.begin() + static_cast<long>(i));
   }
 
