@@ -7,11 +7,9 @@
 // through PMPI_Init) and finishes in a delete callback on MPI_COMM_SELF, which MPI_Finalize
 // runs first of all (so it finishes however the program finalises).
 //
-// A libcollx communicator is created the first time MPI_Allreduce runs on an MPI
-// communicator (bootstrapped with PMPI_Allgather on it), cached on it with an attribute whose
-// delete callback destroys it, so dups, splits and reordered communicators each get their
-// own. MPI_Comm_free (intercepted, in C and mpi_f08) deletes that attribute itself, and
-// MPI_Finalize those still alive. Contiguous predefined integer
+// Each MPI communicator served gets a libcollx communicator of its own, created by the first
+// served call on it and freed in MPI_Comm_free (intercepted, in C and mpi_f08) or at
+// MPI_Finalize (comms.cc). Contiguous predefined integer
 // (C and Fortran), floating and byte types with sum/prod/min/max/band/bor/bxor (as MPI allows
 // them by type) take the fast path; everything else, and
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged, but for device
@@ -28,22 +26,14 @@
 // (requests.cc: MPI_Iallreduce is CUDA-aware too). The datatypes and ops served are in
 // types.cc.
 //
-// Threads: under MPI_THREAD_MULTIPLE every communicator is served as well. Its libcollx
-// communicator is created by whichever thread first reduces on it, possibly while other
-// threads create theirs (libcollx agrees ids for concurrent creations: core/comm_ids.h); a
-// thread that comes to a communicator being created waits for it (std::call_once). At
-// MPI_Finalize the remaining ones are destroyed in the order of their ids, which every member
-// of each agrees on (creation order may differ between processes when threads create them).
+// Threads: under MPI_THREAD_MULTIPLE every communicator is served as well (comms.cc: their
+// creation from several threads at once).
 #include <dlfcn.h>
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <mutex>
-#include <vector>
 
-#include "collx/collx_mpi.h"
-#include "core/comm.h"
 #include "core/config.h"
 #include "pmpi/preload.h"
 
@@ -82,49 +72,9 @@ struct State {
   bool verbose = false;
   bool thread_multiple = false;
   Reason off_reason = kNotReady;
-  int keyval = MPI_KEYVAL_INVALID;
   Counts counts[kFnCount];
-  std::atomic<long long> free_failed{0};  // libcollx communicators whose destroy failed
-  std::mutex comms_mutex;            // guards `comms` (not held while creating or destroying)
-  std::vector<MPI_Comm> comms;       // those with a Cached attribute
 };
 State g;
-
-struct Cached {
-  std::atomic<bool> ready{false};  // `comm` is final (checked first: no call_once per call)
-  std::once_flag created;
-  collx_comm_t comm = nullptr;  // null: creation failed, always pass through
-};
-
-// Runs from the program's MPI_Comm_free (release() below), from MPI_Finalize (finish()), or
-// when MPICH frees the communicator by other means (MPI_Comm_disconnect).
-int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
-  auto* c = static_cast<Cached*>(value);
-  // Collective, like MPI_Comm_free, and as that may wait for the other members, MPI's own
-  // operations progress meanwhile (a member may first wait for one of them). A failure (a
-  // member gone, the deadline passed) is the libcollx communicator's alone: MPI's own is
-  // freed all the same, so it is only reported. One that failed earlier is freed at once; its
-  // error was reported by the call it failed.
-  const MpiProgress progress;
-  const collx_status_t st = c->comm != nullptr ? collx_comm_destroy(c->comm) : COLLX_SUCCESS;
-  if (st != COLLX_SUCCESS && st != COLLX_ERR_COMM_FAILED) {
-    std::fprintf(stderr, "libcollx_mpi: freeing a libcollx communicator failed: %s\n",
-                 collx_last_error());
-    g.free_failed.fetch_add(1);
-  }
-  delete c;
-  std::lock_guard<std::mutex> lock(g.comms_mutex);
-  const auto it = std::find(g.comms.begin(), g.comms.end(), mpi_comm);
-  if (it != g.comms.end()) g.comms.erase(it);
-  return MPI_SUCCESS;
-}
-
-Cached* cached_on(MPI_Comm comm) {
-  void* value = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
-  return found ? static_cast<Cached*>(value) : nullptr;
-}
 
 // Reads the configuration and starts libcollx (once, with MPI initialised). In every case it
 // sets an attribute on MPI_COMM_SELF whose delete callback, finish(), runs at the start of
@@ -152,7 +102,7 @@ void start(int provided) {
     }
     return;
   }
-  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &g.keyval, nullptr);
+  start_comms();
   load_types();
   set_host_copies(config.mpi_host_copies ? kAllBuffers : kDeviceBuffers);
   g.enabled = true;
@@ -177,51 +127,11 @@ void ensure_started() {
   });
 }
 
-// MPI_Comm_free (C, and mpi_f08's): frees `comm`'s libcollx communicator there, by deleting
-// the attribute that holds it, where every member frees it in the same order as its other
-// collectives. (MPICH runs a communicator's delete callbacks only once no request holds it:
-// left to MPICH, a rank with a request of MPI's own pending on it would free its part at that
-// request's completion, while the others wait for it in MPI_Comm_free.)
-void release(MPI_Comm comm) {
-  if (!g_started.load(std::memory_order_acquire) || !g.enabled) return;
-  // (Freeing these is an error, which MPI reports.)
-  if (comm == MPI_COMM_NULL || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF) return;
-  if (cached_on(comm) != nullptr) PMPI_Comm_delete_attr(comm, g.keyval);
-}
-
 // One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
 // on the fast path), with it an atomic one.
 void tally(std::atomic<long long>& c) {
   if (g.thread_multiple) c.fetch_add(1, std::memory_order_relaxed);
   else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
-// The libcollx communicator for `comm`, created on first use; null if it cannot serve.
-collx_comm_t collx_for(MPI_Comm comm) {
-  Cached* c = cached_on(comm);
-  if (c != nullptr && c->ready.load(std::memory_order_acquire)) return c->comm;
-  if (c == nullptr) {
-    std::lock_guard<std::mutex> lock(g.comms_mutex);
-    c = cached_on(comm);  // (an erroneous program may get here from two threads at once)
-    if (c == nullptr) {
-      c = new Cached();
-      PMPI_Comm_set_attr(comm, g.keyval, c);
-      g.comms.push_back(comm);
-    }
-  }
-  std::call_once(c->created, [&] {
-    if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) c->comm = nullptr;
-    c->ready.store(true, std::memory_order_release);
-  });
-  return c->comm;
-}
-
-// The order in which MPI_Finalize destroys what remains: by libcollx id (agreed by the members
-// of each communicator); those without a libcollx communicator need no other rank.
-uint32_t destroy_order(MPI_Comm comm) {
-  const Cached* c = cached_on(comm);
-  if (c == nullptr || c->comm == nullptr) return 0;
-  return 1u + reinterpret_cast<const collx::Comm*>(c->comm)->id();
 }
 
 Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
@@ -312,12 +222,7 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
 int finish(MPI_Comm, int, void*, void*) {
   if (g.enabled) {
     reap_orphans(true);
-    std::vector<MPI_Comm> left = g.comms;
-    std::sort(left.begin(), left.end(), [](MPI_Comm a, MPI_Comm b) {
-      return destroy_order(a) < destroy_order(b);
-    });
-    for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, g.keyval);
-    PMPI_Comm_free_keyval(&g.keyval);
+    finish_comms();
     set_host_copies(kNoBuffers);
     collx_finalize();
     g.enabled = false;
@@ -335,7 +240,7 @@ int finish(MPI_Comm, int, void*, void*) {
       local[f * kPer + kReasonCount + 1] = g_copied[f].load();
     }
     for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
-    local[kAll - 1] = g.free_failed.load();
+    local[kAll - 1] = g_free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

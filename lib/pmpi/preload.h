@@ -1,6 +1,7 @@
 // What the parts of libcollx_mpi.so share: the functions it serves, their statistics, the
-// datatype and op mapping (types.cc), and the generalized requests of a served
-// MPI_Iallreduce (requests.cc). collx_mpi.cc holds the MPI functions themselves.
+// libcollx communicators (comms.cc), the datatype and op mapping (types.cc), and the
+// generalized requests of a served MPI_Iallreduce (requests.cc). collx_mpi.cc holds the MPI
+// functions themselves.
 #pragma once
 
 #include <mpi.h>
@@ -41,6 +42,14 @@ class MpiProgress {
   }
   collx::OuterProgress before_;
 };
+
+// comms.cc: the libcollx communicator of each MPI communicator served, created by the first
+// served call on it (collective) and freed in the program's MPI_Comm_free or at MPI_Finalize.
+void start_comms();                     // at start, before any served call
+collx_comm_t collx_for(MPI_Comm comm);  // created on first use; null if it cannot serve
+void release(MPI_Comm comm);            // MPI_Comm_free (C, and mpi_f08's): frees comm's now
+void finish_comms();                    // MPI_Finalize: frees those left, in an agreed order
+extern std::atomic<long long> g_free_failed;  // frees that failed (COLLX_MPI_VERBOSE)
 
 // types.cc: the predefined datatypes and ops the preload serves. A type's kind decides which
 // ops MPI defines for it.
