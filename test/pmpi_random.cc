@@ -337,10 +337,9 @@ class Run {
   // Completes a random subset of this rank's outstanding operations (all of them with `all`),
   // by one completion call drawn for this rank.
   void complete(bool all) {
-    std::vector<Call> now;
-    for (Call& k : outstanding_) (all || mine_() % 2 == 0 ? now : kept_).push_back(std::move(k));
-    outstanding_.swap(kept_);
-    kept_.clear();
+    std::vector<Call> now, kept;
+    for (Call& k : outstanding_) (all || mine_() % 2 == 0 ? now : kept).push_back(std::move(k));
+    outstanding_ = std::move(kept);
     if (now.empty()) return;
     std::shuffle(now.begin(), now.end(), mine_);
     const unsigned how = mine_() % 8;
@@ -352,37 +351,39 @@ class Run {
       k.what += std::string(", completed by ") + names[how];
       reqs.push_back(k.req);
     }
-    const size_t n = reqs.size();
-    std::vector<int> rcs(n, MPI_SUCCESS), index(n);
-    std::vector<MPI_Status> st(n);
-    auto done = [&] {
-      return std::all_of(reqs.begin(), reqs.end(), [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
-    };
+    const int n = static_cast<int>(reqs.size());
+    MPI_Request* rs = reqs.data();
+    std::vector<int> rcs(reqs.size(), MPI_SUCCESS), index(reqs.size());
+    std::vector<MPI_Status> st(reqs.size());
+    auto null = [](MPI_Request r) { return r == MPI_REQUEST_NULL; };
+    auto done = [&] { return std::all_of(reqs.begin(), reqs.end(), null); };
+    auto failed = [&] { return std::any_of(rcs.begin(), rcs.end(), [](int x) { return x != 0; }); };
     const double deadline = MPI_Wtime() + 120;
     int flag = 0, outcount = 0, rc = MPI_SUCCESS;
-    while (!done() && rc == MPI_SUCCESS && MPI_Wtime() < deadline) {
+    while (!done() && rc == MPI_SUCCESS && !failed() && MPI_Wtime() < deadline) {
       switch (how) {
-        case 0: for (size_t i = 0; i < n; ++i) rcs[i] = MPI_Wait(&reqs[i], MPI_STATUS_IGNORE); break;
+        case 0:
+          for (int i = 0; i < n; ++i) rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+          break;
         case 1:
-          for (size_t i = 0; i < n; ++i) {
-            if (reqs[i] != MPI_REQUEST_NULL) rcs[i] = MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+          for (int i = 0; i < n; ++i) {
+            if (rs[i] != MPI_REQUEST_NULL) rcs[i] = MPI_Test(&rs[i], &flag, MPI_STATUS_IGNORE);
           }
           break;
-        case 2: rc = MPI_Waitall(static_cast<int>(n), reqs.data(), st.data()); break;
-        case 3: rc = MPI_Waitany(static_cast<int>(n), reqs.data(), index.data(), MPI_STATUS_IGNORE); break;
-        case 4: rc = MPI_Waitsome(static_cast<int>(n), reqs.data(), &outcount, index.data(), st.data()); break;
-        case 5: rc = MPI_Testall(static_cast<int>(n), reqs.data(), &flag, st.data()); break;
-        case 6: rc = MPI_Testany(static_cast<int>(n), reqs.data(), index.data(), &flag, MPI_STATUS_IGNORE); break;
-        default: rc = MPI_Testsome(static_cast<int>(n), reqs.data(), &outcount, index.data(), st.data()); break;
+        case 2: rc = MPI_Waitall(n, rs, st.data()); break;
+        case 3: rc = MPI_Waitany(n, rs, index.data(), MPI_STATUS_IGNORE); break;
+        case 4: rc = MPI_Waitsome(n, rs, &outcount, index.data(), st.data()); break;
+        case 5: rc = MPI_Testall(n, rs, &flag, st.data()); break;
+        case 6: rc = MPI_Testany(n, rs, index.data(), &flag, MPI_STATUS_IGNORE); break;
+        default: rc = MPI_Testsome(n, rs, &outcount, index.data(), st.data()); break;
       }
-      if (std::any_of(rcs.begin(), rcs.end(), [](int x) { return x != MPI_SUCCESS; })) break;
     }
     if (!done()) {  // (an error was reported above, or the deadline passed: give up)
       expect(false, now.front().what + ": " + std::to_string(n) + " not completed (rc " +
                         std::to_string(rc) + ")");
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (size_t i = 0; i < n; ++i) check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
+    for (int i = 0; i < n; ++i) check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
   }
 
   const unsigned seed_;
@@ -390,7 +391,7 @@ class Run {
   const char* const label_;
   int step_ = 0;
   std::vector<MPI_Comm> comms_;
-  std::vector<Call> outstanding_, kept_;
+  std::vector<Call> outstanding_;
 };
 
 void run(unsigned seed, int steps, MPI_Comm base, const char* label) {
