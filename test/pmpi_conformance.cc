@@ -56,7 +56,8 @@
 //                                         defers its attribute callbacks there), then an
 //                                         allreduce on MPI_COMM_WORLD, then the request's wait;
 //                                         then MPI_Comm_free on rank 0 with an MPI_Ibarrier
-//                                         pending, which the others complete before theirs
+//                                         pending, which the others complete before theirs;
+//                                         then an erroneous MPI_Comm_free (a freed handle)
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations
@@ -646,6 +647,13 @@ void huge() {
   }
 }
 
+// An error handler that counts its calls and keeps the last error's class.
+int g_errors = 0, g_error_class = MPI_SUCCESS;
+void count_errors(MPI_Comm*, int* code, ...) {
+  ++g_errors;
+  MPI_Error_class(*code, &g_error_class);
+}
+
 // MPI_Comm_free while a request of the MPI library's own on the communicator is still
 // pending on some ranks: MPICH runs a communicator's attribute delete callbacks only once no
 // request holds it, so on those ranks later (here: in MPI_Wait, after an allreduce on
@@ -679,6 +687,22 @@ void free_pending() {
   if (g_rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
   expect(y == MPI_COMM_NULL && req == MPI_REQUEST_NULL,
          "MPI_Comm_free on rank 0 with an MPI_Ibarrier pending that the others wait for");
+  // An erroneous MPI_Comm_free (a handle already freed) reaches MPI_COMM_WORLD's error
+  // handler once, with MPI_ERR_COMM from MPI_Comm_free itself, as without the preload.
+  MPI_Comm z, stale;
+  MPI_Comm_dup(MPI_COMM_WORLD, &z);
+  few(z, 14);
+  stale = z;
+  MPI_Comm_free(&z);
+  MPI_Errhandler counting;
+  MPI_Comm_create_errhandler(count_errors, &counting);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, counting);
+  const int rc = MPI_Comm_free(&stale);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&counting);
+  expect(rc != MPI_SUCCESS && g_errors == 1 && g_error_class == MPI_ERR_COMM,
+         "MPI_Comm_free of a freed handle: one MPI_ERR_COMM (" + std::to_string(g_errors) +
+             " errors)");
 }
 
 // MPI_COMM_SELF's delete callback of --self-callback: an allreduce while MPI_Finalize runs.

@@ -110,11 +110,17 @@ collx_comm_t collx_for(MPI_Comm comm) {
 // delete callbacks only once no request holds it: left to MPICH, a rank with a request of
 // MPI's own pending on it would free its part at that request's completion, while the others
 // wait for it in MPI_Comm_free.)
+// Only a communicator on the list is looked at: an invalid handle (an erroneous call) gets
+// MPI's own error from PMPI_Comm_free, not one from an attribute lookup.
 void release(MPI_Comm comm) {
   if (keyval() == MPI_KEYVAL_INVALID) return;  // (not started, or finished)
   // (Freeing these is an error, which MPI reports.)
   if (comm == MPI_COMM_NULL || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF) return;
-  if (cached_on(comm) != nullptr) PMPI_Comm_delete_attr(comm, keyval());
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (std::find(g_comms.begin(), g_comms.end(), comm) == g_comms.end()) return;
+  }
+  PMPI_Comm_delete_attr(comm, keyval());
 }
 
 void finish_comms() {
