@@ -108,12 +108,24 @@ struct Case {
   bool in_place = false;
 };
 
+MPI_Op g_user_sum = MPI_OP_NULL;
+
+MPI_Datatype type_of(const Case& c) {
+  if (c.passed == kMaxloc) return MPI_2INT;
+  if (c.passed != kNone) return MPI_INT;
+  return c.t->type;
+}
+MPI_Op op_of(const Case& c) {
+  if (c.passed == kUserOp) return g_user_sum;
+  if (c.passed == kMaxloc) return MPI_MAXLOC;
+  if (c.passed == kLand) return MPI_LAND;
+  return c.o->op;
+}
+
 size_t element_size(const Case& c) {
-  if (c.passed == kMaxloc) return 8;
-  if (c.passed != kNone) return 4;
-  size_t size = 0;
-  collx::with_dtype(c.t->d, [&](auto t) { size = sizeof(t); });
-  return size;
+  int size = 0;
+  MPI_Type_size(type_of(c), &size);
+  return static_cast<size_t>(size);
 }
 
 std::string describe(const Case& c) {
@@ -129,18 +141,18 @@ std::string describe(const Case& c) {
 
 // Rank r's input (`buf`, at any alignment) and the exact result over p ranks.
 void fill(const Case& c, int r, void* buf) {
+  if (c.passed == kUserOp) return fill_input(COLLX_INT32, COLLX_SUM, r, c.count, buf);
+  if (c.passed == kNone) return fill_input(c.t->d, c.o->o, r, c.count, buf);
   auto* b = static_cast<uint8_t*>(buf);
   for (size_t i = 0; i < c.count; ++i) {
     if (c.passed == kMaxloc) {  // {value, index}: MPI's answer is the max, lowest index
       const int v[2] = {static_cast<int>(value(COLLX_MAX, true, r, i)), r};
       std::memcpy(b + 8 * i, v, 8);
-    } else if (c.passed == kLand) {
+    } else {
       const int v = (i + static_cast<size_t>(r)) % 7 != 0;  // (MPICH copies a lone rank's)
       std::memcpy(b + 4 * i, &v, 4);
     }
   }
-  if (c.passed == kUserOp) fill_input(COLLX_INT32, COLLX_SUM, r, c.count, buf);
-  if (c.passed == kNone) fill_input(c.t->d, c.o->o, r, c.count, buf);
 }
 void fill_result(const Case& c, int p, void* buf) {
   auto* b = static_cast<uint8_t*>(buf);
@@ -192,20 +204,6 @@ void check(const Call& k, int rc) {
   fill(k.c, k.r, input.data() + k.at);
   expect(rc == MPI_SUCCESS && k.out == want && (k.c.in_place || k.in == input),
          k.what + " at +" + std::to_string(k.at));
-}
-
-MPI_Op g_user_sum = MPI_OP_NULL;
-
-MPI_Datatype type_of(const Case& c) {
-  if (c.passed == kMaxloc) return MPI_2INT;
-  if (c.passed != kNone) return MPI_INT;
-  return c.t->type;
-}
-MPI_Op op_of(const Case& c) {
-  if (c.passed == kUserOp) return g_user_sum;
-  if (c.passed == kMaxloc) return MPI_MAXLOC;
-  if (c.passed == kLand) return MPI_LAND;
-  return c.o->op;
 }
 
 // One thread's sequence.
