@@ -58,6 +58,13 @@
 //                                         then MPI_Comm_free on rank 0 with an MPI_Ibarrier
 //                                         pending, which the others complete before theirs;
 //                                         then an erroneous MPI_Comm_free (a freed handle)
+//   pmpi_conformance --busy               only under the preload: MPI_THREAD_MULTIPLE, rank 0's
+//                                         second thread calls MPI_Allreduce, MPI_Iallreduce
+//                                         and their _c twins on a communicator while its first
+//                                         thread waits in MPI_Allreduce on it (erroneous):
+//                                         each fails (MPI_ERR_OTHER, buffers untouched,
+//                                         MPI_REQUEST_NULL); the first thread's call and later
+//                                         ones succeed
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations
@@ -705,6 +712,68 @@ void free_pending() {
              " errors)");
 }
 
+// --busy: an erroneous program, rank 0's second thread reducing on a communicator while its
+// first thread waits inside MPI_Allreduce on it (MPI leaves concurrent collectives on one
+// communicator undefined). Each of the second thread's calls (MPI_Allreduce, MPI_Iallreduce and
+// their _c twins) comes back as MPI_ERR_OTHER through the communicator's handler, its buffers
+// untouched and MPI_Iallreduce's request MPI_REQUEST_NULL; none of them disturbs the first
+// thread's call, which the other ranks join after them, nor later calls on the communicator.
+void busy() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  few(comm, 1);  // (under the preload: creates the libcollx communicator)
+  std::vector<int> v = input(comm, 1000, 50);
+  if (g_rank != 0) {
+    MPI_Recv(nullptr, 0, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    expect(MPI_Allreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
+               is_sum(comm, v, 50),
+           "the call rank 0's first thread waits in");
+  } else {
+    std::atomic<bool> entering{false};
+    int first_rc = MPI_ERR_OTHER;
+    std::thread first([&] {
+      entering = true;
+      first_rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, comm);
+    });
+    while (!entering) std::this_thread::yield();
+    // (It waits there until the other ranks come, after the message below.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::vector<int> send(1000, 3);
+    std::vector<int> recv(1000, -7);
+    auto failed_untouched = [&](int rc, const char* what) {
+      int cls = MPI_SUCCESS;
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      const bool untouched = std::all_of(send.begin(), send.end(), [](int x) { return x == 3; }) &&
+                             std::all_of(recv.begin(), recv.end(), [](int x) { return x == -7; });
+      expect(rc != MPI_SUCCESS && cls == MPI_ERR_OTHER && untouched,
+             std::string(what) + " on a communicator busy in another thread: MPI_ERR_OTHER, "
+                                 "buffers untouched");
+    };
+    failed_untouched(MPI_Allreduce(send.data(), recv.data(), 1000, MPI_INT, MPI_SUM, comm),
+                     "MPI_Allreduce");
+    failed_untouched(MPI_Allreduce_c(send.data(), recv.data(), 1000, MPI_INT, MPI_SUM, comm),
+                     "MPI_Allreduce_c");
+    for (bool large : {false, true}) {
+      MPI_Request req;
+      std::memset(&req, 0x5a, sizeof req);  // (not MPI_REQUEST_NULL: the call must set it)
+      const int rc =
+          large ? MPI_Iallreduce_c(send.data(), recv.data(), 1000, MPI_INT, MPI_SUM, comm, &req)
+                : MPI_Iallreduce(send.data(), recv.data(), 1000, MPI_INT, MPI_SUM, comm, &req);
+      failed_untouched(rc, large ? "MPI_Iallreduce_c" : "MPI_Iallreduce");
+      expect(req == MPI_REQUEST_NULL, "a failed post leaves MPI_REQUEST_NULL");
+    }
+    for (int q = 1; q < p; ++q) MPI_Send(nullptr, 0, MPI_INT, q, 0, MPI_COMM_WORLD);
+    first.join();
+    expect(first_rc == MPI_SUCCESS && is_sum(comm, v, 50),
+           "the first thread's call, undisturbed by the second's");
+  }
+  few(comm, 2);  // the communicator goes on working
+  MPI_Comm_free(&comm);
+}
+
 // MPI_COMM_SELF's delete callback of --self-callback: an allreduce while MPI_Finalize runs.
 bool g_self_ok = false;
 int self_callback(MPI_Comm, int, void*, void*) {
@@ -722,7 +791,7 @@ int self_callback(MPI_Comm, int, void*, void*) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   int provided = MPI_THREAD_SINGLE;
-  if (mode == "--thread-multiple") {
+  if (mode == "--thread-multiple" || mode == "--busy") {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   } else {
     MPI_Init(&argc, &argv);
@@ -753,6 +822,9 @@ int main(int argc, char** argv) {
       free_while_reducing();
     }
     passthrough(MPI_COMM_WORLD);
+  } else if (mode == "--busy") {
+    expect(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
+    if (provided == MPI_THREAD_MULTIPLE) busy();
   } else if (mode == "--late-free") {
     late_free();
   } else if (mode == "--libcollx-error") {
