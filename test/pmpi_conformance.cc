@@ -5,6 +5,8 @@
 //                               communicator and a one-rank communicator; plus cases that must
 //                               pass through (user op, MAXLOC, a vector type, LAND)
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
+//   pmpi_conformance --complex            only the matrix's complex types: MPI_SUM (served
+//                                         under the preload) and MPI_PROD (passed through)
 //   pmpi_conformance --thread-multiple    MPI_Init_thread(MPI_THREAD_MULTIPLE); two threads
 //                                         each reduce on three fresh dups (so that each
 //                                         process creates its libcollx communicators from
@@ -85,6 +87,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -255,6 +258,60 @@ void run_type(MPI_Comm comm, MPI_Datatype type, const char* tname, Kind kind,
   }
 }
 
+// A complex type (parts of type F): MPI_SUM, which the preload serves as the sums of the parts,
+// and MPI_PROD, which it passes through. The parts are small integers, so both are exact.
+template <typename F>
+void run_complex(MPI_Comm comm, MPI_Datatype type, const char* tname,
+                 const std::vector<size_t>& counts) {
+  int p = 0, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  for (bool prod : {false, true}) {
+    for (size_t count : counts) {
+      const size_t n = 2 * count;  // parts
+      std::vector<F> exp(n), send(n), recv(n + 2);
+      for (size_t i = 0; i < count; ++i) {
+        auto z = [&](int r) {  // rank r's input i
+          const char c = prod ? '*' : '+';
+          return std::complex<double>(static_cast<double>(value(c, r, 2 * i)),
+                                      static_cast<double>(value(c, r, 2 * i + 1)));
+        };
+        std::complex<double> acc = z(0);
+        for (int r = 1; r < p; ++r) acc = prod ? acc * z(r) : acc + z(r);
+        exp[2 * i] = static_cast<F>(acc.real());
+        exp[2 * i + 1] = static_cast<F>(acc.imag());
+        send[2 * i] = static_cast<F>(z(rank).real());
+        send[2 * i + 1] = static_cast<F>(z(rank).imag());
+      }
+      for (bool in_place : {false, true}) {
+        recv.assign(n + 2, F(99));
+        if (in_place) std::copy(send.begin(), send.end(), recv.begin());
+        const int rc = allreduce(in_place ? MPI_IN_PLACE : send.data(), recv.data(),
+                                 static_cast<int>(count), type, prod ? MPI_PROD : MPI_SUM, comm);
+        const bool ok = rc == MPI_SUCCESS &&
+                        (n == 0 || std::memcmp(recv.data(), exp.data(), n * sizeof(F)) == 0) &&
+                        recv[n] == F(99) && recv[n + 1] == F(99);
+        expect(ok, std::string(tname) + (prod ? " prod" : " sum") + " count " +
+                       std::to_string(count) + (in_place ? " in-place" : ""));
+      }
+    }
+  }
+}
+
+// The complex types: C's at every count of `counts`, the others (with `big`) at a few.
+void complex_types(MPI_Comm comm, const std::vector<size_t>& counts, bool big) {
+  const std::vector<size_t> small = {0, 1, 5, 1003};
+  run_complex<double>(comm, MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", counts);
+  run_complex<float>(comm, MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", small);
+  if (!big) return;
+  run_complex<double>(comm, MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", small);
+  run_complex<float>(comm, MPI_COMPLEX, "MPI_COMPLEX", small);
+  run_complex<double>(comm, MPI_CXX_DOUBLE_COMPLEX, "MPI_CXX_DOUBLE_COMPLEX", small);
+  run_complex<float>(comm, MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX", small);
+  run_complex<double>(comm, MPI_COMPLEX16, "MPI_COMPLEX16", small);
+  run_complex<float>(comm, MPI_COMPLEX8, "MPI_COMPLEX8", small);
+}
+
 // A few int sums on `comm`, tagged `k` (each value differs by communicator).
 void few(MPI_Comm comm, int k) {
   int p = 0, rank = 0;
@@ -295,6 +352,7 @@ void matrix(MPI_Comm comm, bool big) {
   run_type<uint64_t>(comm, MPI_UINT64_T, "MPI_UINT64_T", kInteger, small);
   run_type<float>(comm, MPI_FLOAT, "MPI_FLOAT", kFloat, counts);
   run_type<double>(comm, MPI_DOUBLE, "MPI_DOUBLE", kFloat, counts);
+  complex_types(comm, counts, big);
   // Fortran's types (from C, as MPI allows; their sizes are MPICH's on Debian, checked first),
   // the multi-language ones and MPI_BYTE: once per run (with `big`), as only the mapping of
   // types differs from the above.
@@ -825,6 +883,8 @@ int main(int argc, char** argv) {
   } else if (mode == "--busy") {
     expect(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
     if (provided == MPI_THREAD_MULTIPLE) busy();
+  } else if (mode == "--complex") {
+    complex_types(MPI_COMM_WORLD, {0, 1, 3, 17, 1000, 65543, (1u << 20) + 7}, true);
   } else if (mode == "--late-free") {
     late_free();
   } else if (mode == "--libcollx-error") {

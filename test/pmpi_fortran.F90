@@ -3,7 +3,8 @@
 ! MPI_Iallreduce, so the preload serves Fortran's types (and MPI_Wait: `use mpi`'s calls the C
 ! one, mpi_f08's, which calls PMPI_Wait, is intercepted itself). Run it plain and with
 ! LD_PRELOAD=libcollx_mpi.so; both runs must produce exactly the expected results. Covers
-! MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION, MPI_INTEGER8, MPI_Iallreduce with
+! MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION, MPI_DOUBLE_COMPLEX (in place),
+! MPI_INTEGER8, MPI_Iallreduce with
 ! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror) and with MPI_Waitall,
 ! MPI_Comm_free with a request of MPI's own pending, and MPI_LOGICAL with MPI_LAND (which must
 ! pass through). Prints "N passed, N failed" on rank 0;
@@ -26,6 +27,7 @@ program pmpi_fortran
   real :: rs(n), rv(n)
   double precision :: ds(n), dv(n)
   integer(kind=8) :: ls(n), lv(n)
+  double complex :: zv(n)
   logical :: flag, all_flag, l_in, l_out
 
   call MPI_Init(ierr)
@@ -58,6 +60,16 @@ program pmpi_fortran
   call MPI_Allreduce(ds, dv, n, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
   call check(ierr == MPI_SUCCESS .and. all([(dv(i) == maxval([(dble(mod(i * 13 + r * 7, 11)) - &
              5.0d0, r = 0, p - 1)]), i = 1, n)]), 'MPI_DOUBLE_PRECISION max')
+
+  ! MPI_DOUBLE_COMPLEX sum, in place (as plane-wave codes sum their coefficients; small
+  ! integer parts: exact in any order).
+  do i = 1, n
+    zv(i) = dcmplx(dble(mod(i, 97) + rank), dble(mod(i, 13) - 3 * rank))
+  end do
+  call MPI_Allreduce(MPI_IN_PLACE, zv, n, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(zv(i) == dcmplx(dble(p * mod(i, 97) + &
+             p * (p - 1) / 2), dble(p * mod(i, 13) - 3 * p * (p - 1) / 2)), i = 1, n)]), &
+             'MPI_DOUBLE_COMPLEX sum in place')
 
   ! MPI_INTEGER8 min, values beyond 32 bits.
   do i = 1, n

@@ -98,11 +98,21 @@ void user_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
-// What one call reduces: a served type x op, or one of three the interposer passes to MPI.
+// The complex type whose parts are of served type `t` (MPI_DATATYPE_NULL if none is drawn).
+MPI_Datatype complex_of(MPI_Datatype t) {
+  if (t == MPI_FLOAT) return MPI_C_FLOAT_COMPLEX;
+  if (t == MPI_DOUBLE) return MPI_C_DOUBLE_COMPLEX;
+  if (t == MPI_DOUBLE_PRECISION) return MPI_DOUBLE_COMPLEX;
+  return MPI_DATATYPE_NULL;
+}
+
+// What one call reduces: a served type x op (or the complex type of a served floating type,
+// with MPI_SUM: served as sums of the parts), or one of three the interposer passes to MPI.
 enum Passed { kNone, kUserOp, kMaxloc, kLand };
 struct Case {
   const Type* t = nullptr;
   const Op* o = nullptr;
+  bool complex = false;  // complex_of(t->type) instead of t, each element two of t
   Passed passed = kNone;
   size_t count = 0;
   bool in_place = false;
@@ -113,7 +123,7 @@ MPI_Op g_user_sum = MPI_OP_NULL;
 MPI_Datatype type_of(const Case& c) {
   if (c.passed == kMaxloc) return MPI_2INT;
   if (c.passed != kNone) return MPI_INT;
-  return c.t->type;
+  return c.complex ? complex_of(c.t->type) : c.t->type;
 }
 MPI_Op op_of(const Case& c) {
   if (c.passed == kUserOp) return g_user_sum;
@@ -128,13 +138,16 @@ size_t element_size(const Case& c) {
   return static_cast<size_t>(size);
 }
 
+// A served case's count in elements of its layout type t->d.
+size_t elements(const Case& c) { return c.count * (c.complex ? 2 : 1); }
+
 std::string describe(const Case& c) {
   std::string s;
   switch (c.passed) {
     case kUserOp: s = "MPI_INT user-defined sum"; break;
     case kMaxloc: s = "MPI_2INT MPI_MAXLOC"; break;
     case kLand: s = "MPI_INT MPI_LAND"; break;
-    default: s = std::string(c.t->name) + " " + c.o->name;
+    default: s = std::string(c.complex ? "complex of " : "") + c.t->name + " " + c.o->name;
   }
   return s + " count " + std::to_string(c.count) + (c.in_place ? " in place" : "");
 }
@@ -142,7 +155,7 @@ std::string describe(const Case& c) {
 // Rank r's input (`buf`, at any alignment) and the exact result over p ranks.
 void fill(const Case& c, int r, void* buf) {
   if (c.passed == kUserOp) return fill_input(COLLX_INT32, COLLX_SUM, r, c.count, buf);
-  if (c.passed == kNone) return fill_input(c.t->d, c.o->o, r, c.count, buf);
+  if (c.passed == kNone) return fill_input(c.t->d, c.o->o, r, elements(c), buf);
   auto* b = static_cast<uint8_t*>(buf);
   for (size_t i = 0; i < c.count; ++i) {
     if (c.passed == kMaxloc) {  // {value, index}: MPI's answer is the max, lowest index
@@ -157,7 +170,7 @@ void fill(const Case& c, int r, void* buf) {
 void fill_result(const Case& c, int p, void* buf) {
   auto* b = static_cast<uint8_t*>(buf);
   if (c.passed == kUserOp) return fill_expected(COLLX_INT32, COLLX_SUM, p, c.count, buf);
-  if (c.passed == kNone) return fill_expected(c.t->d, c.o->o, p, c.count, buf);
+  if (c.passed == kNone) return fill_expected(c.t->d, c.o->o, p, elements(c), buf);
   for (size_t i = 0; i < c.count; ++i) {
     if (c.passed == kMaxloc) {
       int v[2] = {static_cast<int>(value(COLLX_MAX, true, 0, i)), 0};
@@ -251,6 +264,10 @@ class Run {
     static const size_t bounds[] = {0, 1, 2, 3, 7, 100, 1024, 4099, 16384, 65539, 262147};
     const size_t b = bounds[shared_() % std::size(bounds)], any = shared_() % (1u << 18);
     c.count = shared_() % 4 != 0 ? b : any;
+    // One floating-point sum in three is the complex type's (decided by a draw already made,
+    // so that each seed's sequence stays what it was before complex types were served).
+    c.complex = c.passed == kNone && c.o->op == MPI_SUM &&
+                complex_of(c.t->type) != MPI_DATATYPE_NULL && (any >> 3) % 3 == 0;
     c.in_place = shared_() % 2 == 1;
     return c;
   }

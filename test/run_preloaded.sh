@@ -10,6 +10,7 @@
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
+# If EXPECT_PASSED is set, exactly that many calls must have passed through (any reason).
 # If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations ("some": at
 # least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
 # not polling). If EXPECT_HOST_COPIES is set, exactly that many passed-through calls must have
@@ -27,6 +28,7 @@ wait
 # Each function's statistics (MPI_Allreduce's always, the others' if they were called), summed.
 sum() { sed -n "$1" "$log" | awk '{ s += $1; n++ } END { if (n) print s }'; }
 served=$(sum 's/.*MPI_[A-Za-z_]* calls (all ranks): \([0-9]*\) served.*/\1/p')
+passed=$(sum 's/.*MPI_[A-Za-z_]* calls (all ranks): [0-9]* served, \([0-9]*\) passed through.*/\1/p')
 failed=$(sum 's/.* \([0-9]*\) of the served calls failed.*/\1/p')
 failed=${failed:-0}
 unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
@@ -66,6 +68,10 @@ if [ -n "$unusable" ]; then
 fi
 if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2
+  exit 1
+fi
+if [ -n "${EXPECT_PASSED:-}" ] && [ "${passed:-0}" -ne "$EXPECT_PASSED" ]; then
+  echo "${passed:-0} calls passed through; expected $EXPECT_PASSED" >&2
   exit 1
 fi
 if [ -n "${EXPECT_HOST_COPIES:-}" ] && [ "${host_copies:-0}" -ne "$EXPECT_HOST_COPIES" ]; then

@@ -11,7 +11,8 @@
 // served call on it and freed in MPI_Comm_free (intercepted, in C and mpi_f08) or at
 // MPI_Finalize (comms.cc). Contiguous predefined integer
 // (C and Fortran), floating and byte types with sum/prod/min/max/band/bor/bxor (as MPI allows
-// them by type) take the fast path; everything else, and
+// them by type), and complex types with sum (the sums of their parts), take the fast path;
+// everything else, and
 // everything while libcollx cannot serve, goes to PMPI_Allreduce unchanged, but for device
 // buffers, which go through host copies (passthrough.cc): MPI_Allreduce is CUDA-aware under
 // the preload.
@@ -134,8 +135,10 @@ void tally(std::atomic<long long>& c) {
   else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+// Whether a call is served, and if so as which libcollx type and op, with `*lanes` elements of
+// that type per MPI element (2 for complex types).
 Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
-                collx_op_t* o) {
+                collx_op_t* o, size_t* lanes) {
   if (!g.enabled) return g.off_reason;
   int inter = 0;
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
@@ -144,6 +147,7 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   Kind kind = kSigned;
   if (!to_dtype(datatype, d, &kind)) return kDatatype;
   if (!to_op(op, kind, o)) return kOp;
+  *lanes = kind == kComplex ? 2 : 1;
   return kServed;
 }
 
@@ -174,14 +178,16 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
   ensure_started();
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
-  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o);
+  size_t lanes = 1;
+  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o, &lanes);
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);
   if (why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   const MpiProgress progress;
-  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count), d, o, c) == COLLX_SUCCESS) {
+  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count) * lanes, d, o, c) ==
+      COLLX_SUCCESS) {
     return MPI_SUCCESS;
   }
   // As MPI does: through the communicator's error handler (fatal by default).
@@ -196,7 +202,9 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   ensure_started();
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
-  Reason why = count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o);
+  size_t lanes = 1;
+  Reason why =
+      count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o, &lanes);
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);
@@ -206,7 +214,8 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   reap_orphans(false);
   const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   collx_request_t r = nullptr;
-  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count), d, o, c, &r) != COLLX_SUCCESS) {
+  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count) * lanes, d, o, c, &r) !=
+      COLLX_SUCCESS) {
     report_failure(fn);
     *request = MPI_REQUEST_NULL;
     PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);

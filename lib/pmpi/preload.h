@@ -53,11 +53,14 @@ extern std::atomic<long long> g_free_failed;  // frees that failed (COLLX_MPI_VE
 
 // types.cc: the predefined datatypes and ops the preload serves. A type's kind decides which
 // ops MPI defines for it.
-enum Kind { kSigned, kUnsigned, kFloat, kByte };  // kByte: MPI_BYTE, bitwise ops only
+// kByte: MPI_BYTE, bitwise ops only. kComplex: two elements of a floating type, MPI_SUM only.
+enum Kind { kSigned, kUnsigned, kFloat, kByte, kComplex };
 void load_types();  // reads the types' sizes from the MPI library (once, at start)
-// The libcollx type and kind of `t`, if the preload serves it.
+// The libcollx type and kind of `t`, if the preload serves it. An element of a complex `t` is
+// two of the libcollx type.
 bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind);
-// MPI's table of ops by type: bitwise ops on integers and bytes, the others on numbers.
+// MPI's table of ops by type: bitwise ops on integers and bytes, the others on real numbers,
+// MPI_SUM on complex ones.
 bool to_op(MPI_Op op, Kind kind, collx_op_t* o);
 
 // passthrough.cc: the calls libcollx does not serve go to the MPI library's own functions

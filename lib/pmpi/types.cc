@@ -5,10 +5,10 @@ namespace collx_mpi {
 namespace {
 
 // The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
-// point, byte and multi-language types that libcollx has), by kind. Their libcollx type follows
-// from kind and size, which load_types() reads from the MPI library (MPI_INTEGER, MPI_LONG, ...
-// have the sizes that library was built with). The most used come first: to_dtype scans the
-// list.
+// point, complex, byte and multi-language types that libcollx has), by kind. Their libcollx
+// type follows from kind and size, which load_types() reads from the MPI library (MPI_INTEGER,
+// MPI_LONG, ... have the sizes that library was built with). The most used come first:
+// to_dtype scans the list.
 struct TypeKind {
   MPI_Datatype mpi;
   Kind kind;
@@ -29,6 +29,11 @@ const TypeKind kTypes[] = {
     {MPI_INTEGER2, kSigned},       {MPI_INTEGER4, kSigned},        {MPI_INTEGER8, kSigned},
     {MPI_AINT, kSigned},           {MPI_OFFSET, kSigned},          {MPI_COUNT, kSigned},
     {MPI_BYTE, kByte},
+    // Complex (C, C++ and Fortran): pairs of their floating type, for MPI_SUM.
+    {MPI_C_DOUBLE_COMPLEX, kComplex}, {MPI_C_FLOAT_COMPLEX, kComplex},
+    {MPI_DOUBLE_COMPLEX, kComplex},   {MPI_COMPLEX, kComplex},
+    {MPI_CXX_DOUBLE_COMPLEX, kComplex}, {MPI_CXX_FLOAT_COMPLEX, kComplex},
+    {MPI_COMPLEX16, kComplex},        {MPI_COMPLEX8, kComplex},
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
@@ -40,12 +45,15 @@ struct TypeTable {
 };
 TypeTable g_types;
 
-// The libcollx type of a `kind` of `size` bytes; false if libcollx has none (MPI_REAL16).
+// The libcollx type of a `kind` of `size` bytes (of a complex one: of its two parts); false if
+// libcollx has none (MPI_REAL16, MPI_COMPLEX32).
 bool dtype_of(Kind kind, int size, collx_dtype_t* d) {
   static const collx_dtype_t kSignedBySize[] = {COLLX_INT8, COLLX_INT16, COLLX_INT32, COLLX_INT64};
   static const collx_dtype_t kUnsignedBySize[] = {COLLX_UINT8, COLLX_UINT16, COLLX_UINT32,
                                                   COLLX_UINT64};
   switch (kind) {
+    case kComplex:
+      return size % 2 == 0 && dtype_of(kFloat, size / 2, d);
     case kFloat:
       *d = size == 4 ? COLLX_FLOAT32 : COLLX_FLOAT64;
       return size == 4 || size == 8;
@@ -86,6 +94,12 @@ bool to_dtype(MPI_Datatype t, collx_dtype_t* d, Kind* kind) {
 }
 
 bool to_op(MPI_Op op, Kind kind, collx_op_t* o) {
+  // (A complex sum is the sums of its parts; its product, the only other op MPI defines for
+  // it, is not the parts' products.)
+  if (kind == kComplex) {
+    *o = COLLX_SUM;
+    return op == MPI_SUM;
+  }
   const bool number = kind != kByte, bits = kind != kFloat;
   if (op == MPI_SUM && number) *o = COLLX_SUM;
   else if (op == MPI_PROD && number) *o = COLLX_PROD;
