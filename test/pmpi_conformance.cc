@@ -3,7 +3,9 @@
 //   pmpi_conformance            the matrix: every type the interposer serves x op x in-place
 //                               x counts, on WORLD, a dup, an odd/even split, a reversed
 //                               communicator and a one-rank communicator; plus cases that must
-//                               pass through (user op, MAXLOC, a vector type, LAND)
+//                               pass through (user op, MAXLOC, a vector type, LAND, an
+//                               intercommunicator), and the intracommunicator merged from that
+//                               intercommunicator
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
 //   pmpi_conformance --complex            only the matrix's complex types: MPI_SUM (served
 //                                         under the preload) and MPI_PROD (passed through)
@@ -535,6 +537,38 @@ void unusable_comm() {
   few(MPI_COMM_WORLD, 6);  // the rest goes on working
 }
 
+// An intercommunicator between the even and the odd ranks of `comm` (passed through: each
+// group's result is the sum of the other group's inputs), then the intracommunicator merged
+// from it, the odd ranks first (served).
+void intercomm(MPI_Comm comm) {
+  int p = 0, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  if (p < 2) return;
+  const int color = rank % 2;
+  MPI_Comm half, inter, merged;
+  MPI_Comm_split(comm, color, rank, &half);
+  MPI_Intercomm_create(half, 0, comm, 1 - color, 77, &inter);  // leaders: ranks 0 and 1
+  for (int count : {1, 1000, 70000}) {
+    std::vector<int> in(static_cast<size_t>(count)), out(in.size() + 1, -1);
+    for (int i = 0; i < count; ++i) in[static_cast<size_t>(i)] = 3 * rank + i % 100;
+    bool ok = allreduce(in.data(), out.data(), count, MPI_INT, MPI_SUM, inter) == MPI_SUCCESS &&
+              out[static_cast<size_t>(count)] == -1;
+    for (int i = 0; i < count; ++i) {
+      int want = 0;
+      for (int r = 1 - color; r < p; r += 2) want += 3 * r + i % 100;
+      ok = ok && out[static_cast<size_t>(i)] == want;
+    }
+    expect(ok, "intercommunicator sum, count " + std::to_string(count));
+  }
+  MPI_Intercomm_merge(inter, color == 0, &merged);
+  few(merged, 9);
+  run_type<double>(merged, MPI_DOUBLE, "MPI_DOUBLE (merged)", kFloat, {0, 1, 1003, 65543});
+  MPI_Comm_free(&merged);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+}
+
 // Sums of `count` ints on `comm`, tagged `k`: the input, and the result every rank expects.
 std::vector<int> input(MPI_Comm comm, size_t count, int k) {
   int rank = 0;
@@ -913,6 +947,7 @@ int main(int argc, char** argv) {
     g_nonblocking = true;
     matrix(MPI_COMM_WORLD, false);
     passthrough(MPI_COMM_WORLD);
+    intercomm(MPI_COMM_WORLD);
     MPI_Comm_free(&split);
   } else if (mode == "--self-callback") {
     int keyval = MPI_KEYVAL_INVALID;
@@ -931,6 +966,7 @@ int main(int argc, char** argv) {
     matrix(MPI_COMM_WORLD, true);
     matrix(split, false);
     passthrough(MPI_COMM_WORLD);
+    intercomm(MPI_COMM_WORLD);
     several(MPI_COMM_WORLD);
     several(split);
     comm_free_pending();
@@ -948,6 +984,7 @@ int main(int argc, char** argv) {
     matrix(self, false);
     passthrough(MPI_COMM_WORLD);
     passthrough(split);
+    intercomm(MPI_COMM_WORLD);
     MPI_Comm_free(&dup);  // frees its libcollx communicator; the others go at MPI_Finalize
     matrix(MPI_COMM_WORLD, false);
     MPI_Comm_free(&split);

@@ -304,9 +304,12 @@ class Run {
     check(k, rc);
   }
 
-  // A dup, a split (colors and reordered keys), a split by shared memory, or a group of some
-  // ranks in reverse order (MPI_Comm_create_group, called by its members only: the others
-  // hold MPI_COMM_NULL in that slot, and so in those made from it, and skip the calls on it).
+  // A dup (MPI_Comm_dup or MPI_Comm_idup), a split (colors and reordered keys; or the
+  // intracommunicator merged from an intercommunicator between the parent's even and odd
+  // ranks), a split by shared memory, or a group of some ranks in reverse order
+  // (MPI_Comm_create_group, called by its members only: the others hold MPI_COMM_NULL in that
+  // slot, and so in those made from it, and skip the calls on it). Which variant comes from
+  // `salt`, so that every seed draws what it drew before the variants.
   void create() {
     MPI_Comm parent = pick();
     const unsigned kind = shared_() % 4, colors = 1 + shared_() % 3, salt = shared_() % 1000;
@@ -319,8 +322,20 @@ class Run {
     }
     auto member = [&](int x) { return x == 0 || (static_cast<unsigned>(x) * 3u + salt) % 4u != 0; };
     if (parent == MPI_COMM_NULL) {
-    } else if (kind == 0) {
+    } else if (kind == 0 && salt % 2 == 0) {
       MPI_Comm_dup(parent, &made);
+    } else if (kind == 0) {
+      MPI_Request req;
+      MPI_Comm_idup(parent, &made, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else if (kind == 1 && salt % 3 == 0 && q > 1) {
+      const int half_of = r % 2;  // leaders: the parent's ranks 0 and 1
+      MPI_Comm half, inter;
+      MPI_Comm_split(parent, half_of, r, &half);
+      MPI_Intercomm_create(half, 0, parent, 1 - half_of, static_cast<int>(salt), &inter);
+      MPI_Intercomm_merge(inter, half_of == static_cast<int>(salt % 2), &made);
+      MPI_Comm_free(&inter);
+      MPI_Comm_free(&half);
     } else if (kind == 1) {
       const int color = static_cast<int>((static_cast<unsigned>(r) * 5u + salt) % colors);
       const int key = static_cast<int>((static_cast<unsigned>(q - r) * 3u + salt) % 7u);
