@@ -43,7 +43,8 @@
 //   pmpi_conformance --nonblocking        the matrix and the pass-through cases through
 //                                         MPI_Iallreduce, completed by MPI_Wait, MPI_Waitall
 //                                         (with point-to-point requests), MPI_Test, MPI_Waitany,
-//                                         MPI_Testall, MPI_Testany, MPI_Testsome and
+//                                         MPI_Testall, MPI_Testany, MPI_Testsome,
+//                                         MPI_Request_get_status (then MPI_Wait) and
 //                                         MPI_Waitsome in turn; then several
 //                                         operations outstanding at once, a request freed
 //                                         before completion, and a communicator freed while an
@@ -123,17 +124,19 @@ int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type,
                    : MPI_Iallreduce(send, recv, static_cast<int>(count), type, op, comm, &req);
   if (rc != MPI_SUCCESS) return rc;
   int flag = 0, index = -1, outcount = 0;
-  switch (g_style++ % 8) {
+  switch (g_style++ % 9) {
     case 0:
       rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
       break;
     case 1: {
-      int me = 0, out = 0, in = -1;
-      MPI_Comm_rank(comm, &me);
+      int me = 0, out = 0, in = -1, inter = 0;
+      MPI_Comm_test_inter(comm, &inter);
+      const MPI_Comm own = inter ? MPI_COMM_SELF : comm;  // (a message to this rank itself)
+      MPI_Comm_rank(own, &me);
       out = me + 1000;
       MPI_Request all[3] = {MPI_REQUEST_NULL, req, MPI_REQUEST_NULL};
-      MPI_Irecv(&in, 1, MPI_INT, me, 77, comm, &all[0]);
-      MPI_Isend(&out, 1, MPI_INT, me, 77, comm, &all[2]);
+      MPI_Irecv(&in, 1, MPI_INT, me, 77, own, &all[0]);
+      MPI_Isend(&out, 1, MPI_INT, me, 77, own, &all[2]);
       MPI_Status st[3];
       rc = MPI_Waitall(3, all, st);
       if (rc == MPI_ERR_IN_STATUS) rc = st[1].MPI_ERROR;
@@ -170,6 +173,18 @@ int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type,
         if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
       }
       expect(rc != MPI_SUCCESS || (outcount == 1 && index == 0), "MPI_Testsome: one, index 0");
+      break;
+    }
+    case 7: {
+      // A non-destructive test until it reports completion (with a deadline: under the
+      // preload, MPICH's own never polled the request), then MPI_Wait, which frees it.
+      const double until = MPI_Wtime() + 20;
+      while (rc == MPI_SUCCESS && !flag && MPI_Wtime() < until) {
+        rc = MPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE);
+      }
+      expect(rc != MPI_SUCCESS || (flag && req != MPI_REQUEST_NULL),
+             "MPI_Request_get_status reports completion, the request kept");
+      if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
       break;
     }
     default: {

@@ -5,7 +5,8 @@
 ! LD_PRELOAD=libcollx_mpi.so; both runs must produce exactly the expected results. Covers
 ! MPI_INTEGER (in place), MPI_REAL, MPI_DOUBLE_PRECISION, MPI_DOUBLE_COMPLEX (in place),
 ! MPI_INTEGER8, MPI_Iallreduce with
-! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror) and with MPI_Waitall,
+! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror), with
+! MPI_Request_get_status then MPI_Wait, and with MPI_Waitall,
 ! MPI_Comm_free with a request of MPI's own pending, and MPI_LOGICAL with MPI_LAND (which must
 ! pass through). Prints "N passed, N failed" on rank 0;
 ! exit status 1 on any failure.
@@ -29,6 +30,7 @@ program pmpi_fortran
   integer(kind=8) :: ls(n), lv(n)
   double complex :: zv(n)
   logical :: flag, all_flag, l_in, l_out
+  double precision :: t0
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -94,6 +96,23 @@ program pmpi_fortran
     flag = flag .and. xv(i) == want_x
   end do
   call check(flag, 'MPI_Iallreduce + MPI_Wait: MPI_INTEGER bxor')
+
+  ! MPI_Iallreduce, then MPI_Request_get_status until it reports completion (mpi_f08's calls
+  ! PMPI_Request_get_status, and is intercepted too), then MPI_Wait: MPI_INTEGER min.
+  do i = 1, n
+    xv(i) = mod(i * 5 + rank * 3, 1013)
+  end do
+  call MPI_Iallreduce(MPI_IN_PLACE, xv, n, MPI_INTEGER, MPI_MIN, MPI_COMM_WORLD, reqs(1), ierr)
+  flag = .false.
+  t0 = MPI_Wtime()
+  do while (.not. flag .and. MPI_Wtime() - t0 < 20.0d0)
+    call MPI_Request_get_status(reqs(1), flag, MPI_STATUS_IGNORE, ierr)
+  end do
+  call check(flag .and. ierr == MPI_SUCCESS .and. reqs(1) /= MPI_REQUEST_NULL, &
+             'MPI_Request_get_status reports completion')
+  call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS .and. all([(xv(i) == minval([(mod(i * 5 + r * 3, 1013), &
+             r = 0, p - 1)]), i = 1, n)]), 'MPI_Request_get_status, MPI_Wait: MPI_INTEGER min')
 
 #ifdef USE_MPI_F08
   ! mpi_f08's MPI_Wait with a status and no ierror (optional there): MPI_INTEGER max.

@@ -11,13 +11,14 @@
 //    and on others;
 //  - complete outstanding operations: each rank its own random subset, in its own order, by
 //    one of MPI_Wait, MPI_Test, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Testall,
-//    MPI_Testany and MPI_Testsome (so ranks wait for different operations at the same time,
-//    which MPI's progress rule allows);
-//  - create a communicator from a live one (MPI_Comm_dup, MPI_Comm_split, MPI_Comm_split_type
-//    or MPI_Comm_create_group of some of its ranks), or free one, possibly with operations on
-//    it outstanding.
-// Every call is a random served type x op (integers, floating types, MPI_BYTE, a Fortran
-// type) or, one in eight, one the interposer passes to MPI (a user-defined op, MPI_MAXLOC on
+//    MPI_Testany, MPI_Testsome and MPI_Request_get_status (then MPI_Wait) (so ranks wait for
+//    different operations at the same time, which MPI's progress rule allows);
+//  - create a communicator from a live one (MPI_Comm_dup or MPI_Comm_idup, MPI_Comm_split,
+//    MPI_Intercomm_merge of an intercommunicator between its even and odd ranks,
+//    MPI_Comm_split_type or MPI_Comm_create_group of some of its ranks), or free one, possibly
+//    with operations on it outstanding.
+// Every call is a random served type x op (integers, floating types, complex sums, MPI_BYTE, a
+// Fortran type) or, one in eight, one the interposer passes to MPI (a user-defined op, MPI_MAXLOC on
 // MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
 // in place or not, each rank's buffers 0 - 7 bytes off malloc's alignment. Each result is
 // compared bitwise with the exact one, with guard bytes before and after it; send buffers
@@ -372,10 +373,11 @@ class Run {
     outstanding_ = std::move(kept);
     if (now.empty()) return;
     std::shuffle(now.begin(), now.end(), mine_);
-    const unsigned how = mine_() % 8;
-    static const char* const names[] = {"MPI_Wait", "MPI_Test", "MPI_Waitall", "MPI_Waitany",
-                                        "MPI_Waitsome", "MPI_Testall", "MPI_Testany",
-                                        "MPI_Testsome"};
+    const unsigned how = mine_() % 9;
+    static const char* const names[] = {"MPI_Wait",    "MPI_Test",    "MPI_Waitall",
+                                        "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
+                                        "MPI_Testany", "MPI_Testsome",
+                                        "MPI_Request_get_status, then MPI_Wait"};
     std::vector<MPI_Request> reqs;
     for (Call& k : now) {
       k.what += std::string(", completed by ") + names[how];
@@ -405,7 +407,14 @@ class Run {
         case 4: rc = MPI_Waitsome(n, rs, &outcount, index.data(), st.data()); break;
         case 5: rc = MPI_Testall(n, rs, &flag, st.data()); break;
         case 6: rc = MPI_Testany(n, rs, index.data(), &flag, MPI_STATUS_IGNORE); break;
-        default: rc = MPI_Testsome(n, rs, &outcount, index.data(), st.data()); break;
+        case 7: rc = MPI_Testsome(n, rs, &outcount, index.data(), st.data()); break;
+        default:
+          for (int i = 0; i < n; ++i) {
+            if (rs[i] == MPI_REQUEST_NULL) continue;
+            rcs[i] = MPI_Request_get_status(rs[i], &flag, MPI_STATUS_IGNORE);
+            if (rcs[i] == MPI_SUCCESS && flag) rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+          }
+          break;
       }
     }
     if (!done()) {  // (an error was reported above, or the deadline passed: give up)

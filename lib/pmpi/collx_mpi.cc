@@ -20,7 +20,9 @@
 // MPI_Iallreduce: a served call is a collx_iallreduce behind an MPICH generalized request
 // (requests.cc), so every MPI completion call accepts it. MPICH's MPI_Wait would only poll
 // it, so MPI_Wait is intercepted too (the C one, and mpi_f08's, which calls PMPI_Wait
-// itself): for a request of ours it calls collx_wait first. The first call on a communicator
+// itself): for a request of ours it calls collx_wait first. MPICH's MPI_Request_get_status
+// would not even poll it, so it is intercepted likewise (C and mpi_f08), testing the operation
+// once. The first call on a communicator
 // without a libcollx communicator creates one, which blocks until every member makes that
 // call (as the first MPI_Allreduce does). Passed-through calls go to PMPI_Iallreduce, on
 // host copies of device buffers whose result is copied back when the operation completes
@@ -333,8 +335,16 @@ __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf,
 // MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
 // thread if no thread has started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  wait_if_ours(request);
+  advance_if_ours(request, true);
   return PMPI_Wait(request, status);
+}
+
+// MPICH's MPI_Request_get_status does not poll a generalized request: a served MPI_Iallreduce
+// would never be reported complete. Its operation is tested first.
+__attribute__((visibility("default"))) int MPI_Request_get_status(MPI_Request request, int* flag,
+                                                                  MPI_Status* status) {
+  advance_if_ours(&request, false);
+  return PMPI_Request_get_status(request, flag, status);
 }
 
 __attribute__((visibility("default"))) int MPI_Comm_free(MPI_Comm* comm) {
@@ -367,8 +377,25 @@ __attribute__((visibility("default"))) void mpi_wait_f08_(MPI_Request* request, 
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  wait_if_ours(request);
+  advance_if_ours(request, true);
   next(request, status, ierror);
+}
+
+// MPI_Request_get_status of MPICH's mpi_f08 module, which calls PMPI_Request_get_status
+// itself: the same as the C one above, then MPICH's own (the request, the LOGICAL flag, the
+// status and the optional ierror go to it as they came).
+__attribute__((visibility("default"))) void mpi_request_get_status_f08_(MPI_Request* request,
+                                                                        void* flag, void* status,
+                                                                        int* ierror) {
+  using F08GetStatus = void (*)(MPI_Request*, void*, void*, int*);
+  static const auto next =
+      reinterpret_cast<F08GetStatus>(dlsym(RTLD_NEXT, "mpi_request_get_status_f08_"));
+  if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
+    if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
+    return;
+  }
+  advance_if_ours(request, false);
+  next(request, flag, status, ierror);
 }
 
 }  // extern "C"

@@ -92,10 +92,12 @@ int start_request(Fn fn, collx_request_t op, MPI_Request* request);
 // error.
 int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCopies> copies,
                          MPI_Request* request);
-// MPI_Wait's part (C and mpi_f08): a request of ours whose operation has not ended is waited
-// for (collx_wait with MPI's progress running, or MPI_Wait on the inner request and the copy
-// back); MPICH's wait then finds it complete.
-void wait_if_ours(const MPI_Request* request);
+// MPI_Wait's part (C and mpi_f08; `wait`): a request of ours whose operation has not ended is
+// waited for (collx_wait with MPI's progress running, or MPI_Wait on the inner request and the
+// copy back); MPICH's wait then finds it complete. MPI_Request_get_status's part (not `wait`):
+// the operation is tested once (MPICH's MPI_Request_get_status does not poll generalized
+// requests), and completed if it has ended.
+void advance_if_ours(const MPI_Request* request, bool wait);
 // Ends the operations whose requests the program freed (MPI_Request_free before completion,
 // after which nothing in MPI polls them): those done (at every served MPI_Iallreduce), or all
 // of them, waiting (at MPI_Finalize).

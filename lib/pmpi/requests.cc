@@ -7,8 +7,8 @@
 // MPICH completes them through callbacks: MPI_Waitall calls wait_fn (collx_wait, or MPI_Wait
 // on `inner`: the operation may run on the waiting thread); MPI_Test*, MPI_Waitany and
 // MPI_Waitsome call poll_fn (collx_test or MPI_Test, which wait for no rank to call in).
-// MPICH's MPI_Wait would only poll, so collx_mpi.cc intercepts it and calls wait_if_ours
-// first.
+// MPICH's MPI_Wait would only poll, and its MPI_Request_get_status would not even poll, so
+// collx_mpi.cc intercepts both and calls advance_if_ours first.
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -177,7 +177,7 @@ int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCo
   return start(p, request);
 }
 
-void wait_if_ours(const MPI_Request* request) {
+void advance_if_ours(const MPI_Request* request, bool wait) {
   if (request == nullptr || g_requests.pending_count.load(std::memory_order_relaxed) == 0) return;
   Pending* p = nullptr;
   {
@@ -187,7 +187,7 @@ void wait_if_ours(const MPI_Request* request) {
   }
   if (p == nullptr) return;
   const MpiProgress progress;
-  if (advance(p, true)) complete(p, kByWait);
+  if (advance(p, wait)) complete(p, wait ? kByWait : kByPoll);
 }
 
 void reap_orphans(bool wait) {
