@@ -343,9 +343,15 @@ void few(MPI_Comm comm, int k) {
   }
 }
 
-void matrix(MPI_Comm comm, bool big) {
+// The matrix's counts, with `big` one past a million too.
+std::vector<size_t> matrix_counts(bool big) {
   std::vector<size_t> counts = {0, 1, 3, 17, 1000, 65543};
   if (big) counts.push_back((1u << 20) + 7);
+  return counts;
+}
+
+void matrix(MPI_Comm comm, bool big) {
+  const std::vector<size_t> counts = matrix_counts(big);
   const std::vector<size_t> small = {0, 1, 5, 1003};
   run_type<int8_t>(comm, MPI_CHAR, "MPI_CHAR", kInteger, counts);
   run_type<int8_t>(comm, MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", kInteger, small);
@@ -933,7 +939,7 @@ int main(int argc, char** argv) {
     expect(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
     if (provided == MPI_THREAD_MULTIPLE) busy();
   } else if (mode == "--complex") {
-    complex_types(MPI_COMM_WORLD, {0, 1, 3, 17, 1000, 65543, (1u << 20) + 7}, true);
+    complex_types(MPI_COMM_WORLD, matrix_counts(true), true);
   } else if (mode == "--late-free") {
     late_free();
   } else if (mode == "--libcollx-error") {

@@ -18,8 +18,8 @@
 //    MPI_Comm_split_type or MPI_Comm_create_group of some of its ranks), or free one, possibly
 //    with operations on it outstanding.
 // Every call is a random served type x op (integers, floating types, complex sums, MPI_BYTE, a
-// Fortran type) or, one in eight, one the interposer passes to MPI (a user-defined op, MPI_MAXLOC on
-// MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
+// Fortran type) or, one in eight, one the interposer passes to MPI (a user-defined op,
+// MPI_MAXLOC on MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
 // in place or not, each rank's buffers 0 - 7 bytes off malloc's alignment. Each result is
 // compared bitwise with the exact one, with guard bytes before and after it; send buffers
 // must be unchanged. At the end every operation is completed; the communicators left are
