@@ -72,7 +72,8 @@
 //                                         ones succeed
 //   pmpi_conformance --request-free       only under the preload: MPI_Request_free of an
 //                                         MPI_Iallreduce request before it completes (MPICH
-//                                         rejects this for its own), then more operations
+//                                         rejects this for its own), then more operations;
+//                                         MPI_Cancel of one (likewise): no effect
 //   pmpi_conformance --large-count        the matrix and the pass-through cases through the
 //                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
 //                                         then MPI_Iallreduce_c with the completion calls above
@@ -452,6 +453,28 @@ void passthrough(MPI_Comm comm) {
     expect(brc != MPI_SUCCESS && bcls == MPI_ERR_OP && out[0] == 7 && out[1] == 7,
            std::string(b.name) + ": MPICH's own MPI_ERR_OP");
   }
+  // Buffers MPI rejects: MPICH's own MPI_ERR_BUFFER, both buffers untouched (served, an
+  // MPI_IN_PLACE recvbuf would be written at address -1, and sendbuf == recvbuf would be taken
+  // as in place). With count 0 the same buffers are no error.
+  struct Buffers { const void* send; void* recv; const char* name; };
+  int a[2] = {rank, 5}, b[2] = {7, 7};
+  for (const Buffers& bb : {Buffers{a, MPI_IN_PLACE, "MPI_IN_PLACE as recvbuf"},
+                            Buffers{MPI_IN_PLACE, MPI_IN_PLACE, "MPI_IN_PLACE as both buffers"},
+                            Buffers{a, a, "sendbuf == recvbuf"},
+                            Buffers{nullptr, b, "a null sendbuf"},
+                            Buffers{a, nullptr, "a null recvbuf"}}) {
+    for (const int count : {2, 0}) {
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      const int brc = allreduce(bb.send, bb.recv, count, MPI_INT, MPI_SUM, comm);
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+      int bcls = MPI_SUCCESS;
+      if (brc != MPI_SUCCESS) MPI_Error_class(brc, &bcls);
+      const bool untouched = a[0] == rank && a[1] == 5 && b[0] == 7 && b[1] == 7;
+      expect(untouched && (count > 0 ? bcls == MPI_ERR_BUFFER : brc == MPI_SUCCESS),
+             std::string(bb.name) + ", count " + std::to_string(count) +
+                 (count > 0 ? ": MPICH's own MPI_ERR_BUFFER" : ": no error"));
+    }
+  }
 }
 
 // MPI_Comm_free of one communicator in one thread while another thread reduces on another,
@@ -672,6 +695,22 @@ void request_free(MPI_Comm comm) {
     expect(iallreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS &&
                is_sum(comm, v, k + 20),
            "an operation after a freed request");
+  }
+  // MPI_Cancel, erroneous likewise (MPICH fails it for its own requests): it has no effect, the
+  // operation completes, and its status says it was not cancelled.
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int> v = input(comm, k == 1 ? 30000 : 10, k + 40);
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT, MPI_SUM, comm,
+                   &req);
+    const int rc = MPI_Cancel(&req);
+    MPI_Status st;
+    int cancelled = 1;
+    const bool done = MPI_Wait(&req, &st) == MPI_SUCCESS;
+    MPI_Test_cancelled(&st, &cancelled);
+    expect(rc == MPI_SUCCESS && done && !cancelled && req == MPI_REQUEST_NULL &&
+               is_sum(comm, v, k + 40),
+           "MPI_Cancel: no effect, the operation completes");
   }
 }
 

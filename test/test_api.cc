@@ -139,6 +139,13 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   CHECK(says("sendbuf"));
   CHECK(collx_allreduce(a, nullptr, 8, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_ERR_INVALID_ARG);
   CHECK(says("recvbuf"));
+  void* const in_place = const_cast<void*>(COLLX_IN_PLACE);  // (it would be written at -1)
+  CHECK(collx_allreduce(a, in_place, 8, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_ERR_INVALID_ARG);
+  CHECK(says("recvbuf is COLLX_IN_PLACE"));
+  CHECK(collx_allreduce(COLLX_IN_PLACE, in_place, 8, COLLX_FLOAT32, COLLX_SUM, c) ==
+        COLLX_ERR_INVALID_ARG);
+  CHECK(collx_allreduce(COLLX_IN_PLACE, in_place, 0, COLLX_FLOAT32, COLLX_SUM, c) ==
+        COLLX_SUCCESS);  // (nothing to write)
   CHECK(collx_allreduce(nullptr, nullptr, 0, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_SUCCESS);
   CHECK(collx_allreduce(a, b, SIZE_MAX / 2, COLLX_FLOAT32, COLLX_SUM, c) == COLLX_ERR_INVALID_ARG);
   CHECK(says("overflows"));
@@ -164,6 +171,8 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   collx_request_t r = nullptr;
   CHECK(collx_iallreduce(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c, nullptr) == COLLX_ERR_INVALID_ARG);
   CHECK(collx_iallreduce(a, a + 1, 4, COLLX_FLOAT32, COLLX_SUM, c, &r) == COLLX_ERR_INVALID_ARG);
+  CHECK(collx_iallreduce(a, in_place, 8, COLLX_FLOAT32, COLLX_SUM, c, &r) ==
+        COLLX_ERR_INVALID_ARG);
   CHECK(r == nullptr);
   REQUIRE(collx_iallreduce(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c, &r) == COLLX_SUCCESS);
   CHECK(collx_wait(&r) == COLLX_SUCCESS);
@@ -180,6 +189,8 @@ TEST_CASE("collx_allreduce and collx_iallreduce validate their arguments") {
   CHECK(collx_allreduce_stream(a, a + 1, 4, COLLX_FLOAT32, COLLX_SUM, c, nullptr) ==
         COLLX_ERR_INVALID_ARG);
   CHECK(says("collx_allreduce_stream"));
+  CHECK(collx_allreduce_stream(a, in_place, 8, COLLX_FLOAT32, COLLX_SUM, c, nullptr) ==
+        COLLX_ERR_INVALID_ARG);
   b[0] = 0;
   CHECK(collx_allreduce_stream(a, b, 8, COLLX_FLOAT32, COLLX_SUM, c, nullptr) == COLLX_SUCCESS);
   CHECK(b[0] == a[0]);

@@ -96,7 +96,8 @@ typedef enum {
   COLLX_OP_INT_RANGE_ = -0x7fffffff - 1 /* not an op; see COLLX_DTYPE_INT_RANGE_ */
 } collx_op_t;
 
-/* Pass as sendbuf for an in-place allreduce (sendbuf == recvbuf is in-place too). */
+/* Pass as sendbuf for an in-place allreduce (sendbuf == recvbuf is in-place too); never as
+ * recvbuf (COLLX_ERR_INVALID_ARG with count > 0). */
 #define COLLX_IN_PLACE ((const void*)(intptr_t)-1)
 
 typedef struct collx_comm* collx_comm_t;

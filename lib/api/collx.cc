@@ -103,6 +103,10 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
   if (count > 0 && recvbuf == nullptr) {
     return error(COLLX_ERR_INVALID_ARG, "%s: recvbuf is NULL with count %zu", fn, count);
   }
+  if (count > 0 && recvbuf == COLLX_IN_PLACE) {
+    return error(COLLX_ERR_INVALID_ARG,
+                 "%s: recvbuf is COLLX_IN_PLACE with count %zu (only sendbuf may be)", fn, count);
+  }
   if (count > 0 && send == nullptr) {
     return error(COLLX_ERR_INVALID_ARG, "%s: sendbuf is NULL with count %zu", fn, count);
   }

@@ -49,7 +49,7 @@ namespace {
 
 enum Reason {
   kServed,
-  kArgs,            // a negative count or a null request: MPI's own error
+  kArgs,            // buffers MPI rejects (mpi_rejects), a null request: MPI's own error
   kDisabled,        // COLLX_MPI=0
   kNotReady,        // collx_init or the configuration failed
   kIntercomm,
@@ -181,7 +181,8 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
   size_t lanes = 1;
-  Reason why = count < 0 ? kArgs : classify(datatype, op, comm, &d, &o, &lanes);
+  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
+  if (why == kServed && mpi_rejects(sendbuf, recvbuf, count)) why = kArgs;
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);
@@ -205,8 +206,10 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   collx_dtype_t d = COLLX_INT8;
   collx_op_t o = COLLX_SUM;
   size_t lanes = 1;
-  Reason why =
-      count < 0 || request == nullptr ? kArgs : classify(datatype, op, comm, &d, &o, &lanes);
+  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
+  if (why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || request == nullptr)) {
+    why = kArgs;
+  }
   collx_comm_t c = nullptr;
   if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
   tally(g.counts[fn].calls[why]);

@@ -40,7 +40,7 @@ collx::Status host_copy(void* dst, const void* src, size_t bytes, int) {
 // buffers go through host copies of the datatype's extent (the bytes between its true lower
 // bound and its true upper bound over `count` elements), made here in *h. A datatype laid out
 // backwards (negative extent) keeps the buffers as they are. A failure is said on stderr and
-// goes through the communicator's error handler.
+// goes through the communicator's error handler. Buffers MPI rejects are not copied.
 int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
             MPI_Comm comm, collx::HostCopies* h) {
   static EveryBufferCopied every_buffer;
@@ -50,7 +50,8 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
                                               : collx::cuda_memory_query();
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   collx::Extent e;
-  if (q != nullptr && count > 0 && PMPI_Type_get_extent(datatype, &lb, &extent) == MPI_SUCCESS &&
+  if (q != nullptr && count > 0 && !mpi_rejects(sendbuf, recvbuf, count) &&
+      PMPI_Type_get_extent(datatype, &lb, &extent) == MPI_SUCCESS &&
       PMPI_Type_get_true_extent(datatype, &true_lb, &true_extent) == MPI_SUCCESS && extent >= 0 &&
       true_extent >= 0) {
     e = {true_lb, static_cast<size_t>(true_extent) +
@@ -63,6 +64,12 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 }
 
 }  // namespace
+
+bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count count) {
+  if (count <= 0) return count < 0;
+  return recvbuf == nullptr || recvbuf == MPI_IN_PLACE || sendbuf == nullptr ||
+         sendbuf == recvbuf;
+}
 
 void set_host_copies(HostCopiesOf of) { g_of.store(of, std::memory_order_relaxed); }
 

@@ -70,6 +70,12 @@ bool to_op(MPI_Op op, Kind kind, collx_op_t* o);
 // copies is behind a request of ours (start_copied_request). g_copied counts the calls on
 // host copies (COLLX_MPI_VERBOSE).
 enum HostCopiesOf { kNoBuffers, kDeviceBuffers, kAllBuffers };
+// Buffer arguments MPI rejects with a predefined datatype (MPICH's checks): a negative count
+// or, with count > 0, a null or MPI_IN_PLACE recvbuf, a null sendbuf, or sendbuf == recvbuf
+// (in place is MPI_IN_PLACE). Such calls go to the MPI library as they are, for its own
+// error: never served (libcollx would write through an MPI_IN_PLACE recvbuf, and take
+// sendbuf == recvbuf as in place), never on host copies.
+bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count count);
 void set_host_copies(HostCopiesOf of);
 extern std::atomic<long long> g_copied[kFnCount];
 int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
