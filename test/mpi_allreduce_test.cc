@@ -10,6 +10,9 @@
 //    blocking calls in between, on a second communicator or on the same one (--random SEED
 //    BATCHES: only these, for longer runs by hand);
 //  - bad configuration fails on every rank with an error naming the bad token;
+//  - with SIGNAL_STORM_US=N: a SIGALRM every N microseconds from before MPI_Init to the end,
+//    its handler installed without SA_RESTART (as profilers' and timers' are), so any system
+//    call of libcollx, UCX or MPI may be interrupted: the results must not change;
 //  - with EXPECT_NO_SHM=1 (test/no_shm_shim.cc preloaded into some rank, which then cannot
 //    create or attach the node's segment): every rank falls back to the point-to-point
 //    algorithms by default, with correct results, and a forced shared-memory algorithm is an
@@ -17,7 +20,11 @@
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <mpi.h>
 
+#include <signal.h>
+#include <sys/time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -464,11 +471,37 @@ void no_shared_memory() {
   if (c != nullptr) collx_comm_destroy(c);
 }
 
+// SIGNAL_STORM_US: the signals, and how many arrived.
+std::atomic<long> g_signals{0};
+void on_signal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
+bool start_signal_storm() {
+  const char* us = std::getenv("SIGNAL_STORM_US");
+  if (us == nullptr) return false;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;  // (no SA_RESTART: interrupted system calls fail with EINTR)
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, nullptr);
+  const long period = std::atol(us);
+  itimerval every{{period / 1000000, period % 1000000}, {period / 1000000, period % 1000000}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool storm = start_signal_storm();
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  const auto finish = [storm] {
+    expect(collx_finalize() == COLLX_SUCCESS, "finalize");
+    if (storm) {
+      const long n = g_signals.load();
+      expect(n > 0, "SIGNAL_STORM_US: signals arrived");
+      if (g_rank == 0) std::printf("rank 0: %ld signals\n", n);
+    }
+    return mpi_finish(g_passed, g_failed);
+  };
   if (collx_init() != COLLX_SUCCESS) {
     std::fprintf(stderr, "collx_init: %s\n", collx_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -488,13 +521,11 @@ int main(int argc, char** argv) {
   std::vector<Mode> run(std::begin(modes), std::end(modes));
   if (argc > 3 && std::strcmp(argv[1], "--random") == 0) {  // --random SEED BATCHES
     random_orders(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)), std::atoi(argv[3]));
-    expect(collx_finalize() == COLLX_SUCCESS, "finalize");
-    return mpi_finish(g_passed, g_failed);
+    return finish();
   }
   if (argc > 1 && std::strcmp(argv[1], "--disagree") == 0) {
     disagree();
-    expect(collx_finalize() == COLLX_SUCCESS, "finalize");
-    return mpi_finish(g_passed, g_failed);
+    return finish();
   }
   const Placement where = placement();
   {  // collx_comm_node: the placement COLLX_NODE gives (one node where it is unset)
@@ -530,6 +561,5 @@ int main(int argc, char** argv) {
   bad_config();
   const char* no_shm = std::getenv("EXPECT_NO_SHM");
   if (no_shm != nullptr && std::strcmp(no_shm, "1") == 0) no_shared_memory();
-  expect(collx_finalize() == COLLX_SUCCESS, "finalize");
-  return mpi_finish(g_passed, g_failed);
+  return finish();
 }
