@@ -13,6 +13,9 @@
 //  - with SIGNAL_STORM_US=N: a SIGALRM every N microseconds from before MPI_Init to the end,
 //    its handler installed without SA_RESTART (as profilers' and timers' are), so any system
 //    call of libcollx, UCX or MPI may be interrupted: the results must not change;
+//  - with EXPECT_NO_SHM=0 (test/no_shm_shim.cc preloaded into the first rank with
+//    NO_SHM=eintr): the node's segment is had all the same (shared-memory algorithms for
+//    large messages); also after --random;
 //  - with EXPECT_NO_SHM=1 (test/no_shm_shim.cc preloaded into some rank, which then cannot
 //    create or attach the node's segment): every rank falls back to the point-to-point
 //    algorithms by default, with correct results, and a forced shared-memory algorithm is an
@@ -471,6 +474,23 @@ void no_shared_memory() {
   if (c != nullptr) collx_comm_destroy(c);
 }
 
+// EXPECT_NO_SHM: 1, no_shared_memory(); 0, a communicator of the world (all on one node) has
+// its segment, so large messages take a shared-memory algorithm.
+void shm_expectation() {
+  const char* no_shm = std::getenv("EXPECT_NO_SHM");
+  if (no_shm == nullptr) return;
+  if (std::strcmp(no_shm, "1") == 0) {
+    no_shared_memory();
+    return;
+  }
+  collx_comm_t c = create(MPI_COMM_WORLD, nullptr, nullptr);
+  if (c == nullptr) return;
+  const char* algo = collx_comm_algorithm(c, size_t{16} << 20);
+  expect(algo != nullptr && std::strncmp(algo, "shm_", 4) == 0,
+         std::string("with the segment, 16 MiB take ") + (algo ? algo : "(none)"));
+  expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
+}
+
 // SIGNAL_STORM_US: the signals, and how many arrived.
 std::atomic<long> g_signals{0};
 void on_signal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
@@ -521,6 +541,7 @@ int main(int argc, char** argv) {
   std::vector<Mode> run(std::begin(modes), std::end(modes));
   if (argc > 3 && std::strcmp(argv[1], "--random") == 0) {  // --random SEED BATCHES
     random_orders(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)), std::atoi(argv[3]));
+    shm_expectation();
     return finish();
   }
   if (argc > 1 && std::strcmp(argv[1], "--disagree") == 0) {
@@ -559,7 +580,6 @@ int main(int argc, char** argv) {
   polling();
   check_mode();
   bad_config();
-  const char* no_shm = std::getenv("EXPECT_NO_SHM");
-  if (no_shm != nullptr && std::strcmp(no_shm, "1") == 0) no_shared_memory();
+  shm_expectation();
   return finish();
 }

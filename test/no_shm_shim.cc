@@ -5,6 +5,8 @@
 //   NO_SHM=full  reserving a new segment's pages fails with ENOSPC (posix_fallocate), as on a
 //                full tmpfs: the node's first rank cannot create the segment.
 //   NO_SHM=open  opening a peer's segment fails with EACCES (shm_open): the rank cannot attach.
+//   NO_SHM=eintr every other reservation fails with EINTR (posix_fallocate), as older kernels
+//                report a signal caught while reserving: no failure, the segment is had.
 // Without NO_SHM the shim changes nothing.
 #undef _FILE_OFFSET_BITS  // both posix_fallocate and posix_fallocate64 are defined below
 #include <dlfcn.h>
@@ -55,6 +57,8 @@ int posix_fallocate64(int fd, off64_t offset, off64_t len) {
   using Fn = int (*)(int, off64_t, off64_t);
   static const auto real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "posix_fallocate64"));
   if (mode_is("full") && collx_fd(fd)) return ENOSPC;
+  static int calls = 0;  // (libcollx creates its segments one at a time)
+  if (mode_is("eintr") && collx_fd(fd) && calls++ % 2 == 0) return EINTR;
   return real(fd, offset, len);
 }
 

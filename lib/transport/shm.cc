@@ -71,8 +71,13 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
   s->bytes_ = bytes;
   Status st;
   // Reserve the pages now (zero-filled): a full /dev/shm is an error here, not a SIGBUS on
-  // first touch in the middle of a collective.
-  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+  // first touch in the middle of a collective. A signal caught meanwhile (EINTR: older kernels
+  // stop a tmpfs reservation for any signal, as a profiler's timer sends) is no failure.
+  int rc = 0;
+  do {
+    rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (rc == EINTR);
+  if (rc != 0) {
     st = error(COLLX_ERR_NO_MEMORY, "shared memory: reserving %zu bytes for %s failed: %s",
                bytes, name.c_str(), strerror(rc));
   } else {
