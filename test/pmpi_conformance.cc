@@ -16,7 +16,9 @@
 //                                         between processes), then run the matrix, one on
 //                                         WORLD, the other on a dup (through
 //                                         MPI_Iallreduce, as --nonblocking), and free two of their
-//                                         dups; the other two are left to MPI_Finalize
+//                                         dups; the other two are left to MPI_Finalize;
+//                                         then one thread posts MPI_Iallreduce calls that
+//                                         another completes, as the next are posted
 //   pmpi_conformance --late-free          only under the preload with COLLX_TIMEOUT=1, 2
 //                                         ranks: rank 1 frees a communicator 2.5 s after rank
 //                                         0, so rank 0's free of its libcollx communicator
@@ -92,9 +94,13 @@
 #include <atomic>
 #include <chrono>
 #include <complex>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -630,6 +636,72 @@ bool is_sum(MPI_Comm comm, const std::vector<int>& v, int k) {
   return true;
 }
 
+// One thread posts, another completes (frameworks do this: a thread that issues the
+// collectives, another that waits for them). The main thread posts 300 MPI_Iallreduce on a
+// dup of MPI_COMM_WORLD, of 1 - 70 000 ints, with a blocking MPI_Allreduce on it after every
+// tenth; a second thread completes them in order, by MPI_Wait or by MPI_Test until done,
+// while the next ones are posted (legal under MPI_THREAD_MULTIPLE: one thread issues the
+// collectives on the communicator, in the same order on every rank).
+void handoff() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  struct Posted {
+    MPI_Request req = MPI_REQUEST_NULL;
+    std::vector<int> buf;
+    int k = 0;
+  };
+  std::deque<std::unique_ptr<Posted>> queue;
+  std::mutex mutex;
+  std::condition_variable ready;
+  bool posting = true;
+  std::atomic<int> wrong{0};
+  std::thread completer([&] {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex);
+      ready.wait(lock, [&] { return !queue.empty() || !posting; });
+      if (queue.empty()) return;
+      std::unique_ptr<Posted> next = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
+      int rc = MPI_SUCCESS, flag = 0;
+      if (next->k % 2 == 0) {
+        rc = MPI_Wait(&next->req, MPI_STATUS_IGNORE);
+      } else {
+        while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(&next->req, &flag, MPI_STATUS_IGNORE);
+      }
+      if (rc != MPI_SUCCESS || !is_sum(comm, next->buf, next->k)) ++wrong;
+    }
+  });
+  int blocking_wrong = 0;
+  for (int k = 0; k < 300; ++k) {
+    auto posted = std::make_unique<Posted>();
+    posted->k = k;
+    posted->buf = input(comm, k % 7 == 0 ? 70000 : static_cast<size_t>(k % 5) * 300 + 1, k);
+    MPI_Iallreduce(MPI_IN_PLACE, posted->buf.data(), static_cast<int>(posted->buf.size()),
+                   MPI_INT, MPI_SUM, comm, &posted->req);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      queue.push_back(std::move(posted));
+    }
+    ready.notify_one();
+    if (k % 10 == 9) {
+      std::vector<int> v = input(comm, 1000, k);
+      MPI_Allreduce(MPI_IN_PLACE, v.data(), 1000, MPI_INT, MPI_SUM, comm);
+      if (!is_sum(comm, v, k)) ++blocking_wrong;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    posting = false;
+  }
+  ready.notify_one();
+  completer.join();
+  expect(wrong == 0 && blocking_wrong == 0,
+         "posted by one thread, completed by another: " + std::to_string(wrong.load()) +
+             " wrong operations, " + std::to_string(blocking_wrong) + " wrong blocking calls");
+  MPI_Comm_free(&comm);
+}
+
 // Under test/grequest_fail_shim.so with GREQUEST_FAIL_AT=2 on rank 0: its second served
 // MPI_Iallreduce cannot get a generalized request. That call returns MPI's error with
 // MPI_REQUEST_NULL, its operation having been ended (run to completion, as every rank joined
@@ -972,6 +1044,7 @@ int main(int argc, char** argv) {
       few(dups[0], 0);  // the two left still work; MPI_Finalize destroys them
       few(dups[1], 1);
       free_while_reducing();
+      handoff();
     }
     passthrough(MPI_COMM_WORLD);
   } else if (mode == "--busy") {
