@@ -83,6 +83,9 @@
 //                                         which MPI_Finalize runs first (as libraries clean up);
 //                                         the only call of the run: under the preload it must
 //                                         be served (the preload finishes after it)
+//   pmpi_conformance --sessions           MPI 4.0's Sessions model alone (no MPI_Init): sums
+//                                         on a communicator from the world process set,
+//                                         exact (under the preload they pass through)
 //   pmpi_conformance --huge               2 ranks: 2^31 + 11 uint8 sums (a count no int holds)
 //                                         through MPI_Allreduce_c, then MPI_Iallreduce_c +
 //                                         MPI_Wait, in place; every byte checked, and the
@@ -1010,10 +1013,48 @@ int self_callback(MPI_Comm, int, void*, void*) {
   return MPI_SUCCESS;
 }
 
+// --sessions: MPI 4.0's Sessions model alone (no MPI_Init): a communicator from the world
+// process set; MPI_Allreduce and MPI_Iallreduce + MPI_Wait of 1, 1000 and 70 000 ints must
+// give the exact sums (the preload does not start without MPI_Init: they pass through). Its
+// own report: MPI_COMM_WORLD does not exist here.
+int sessions() {
+  MPI_Session session = MPI_SESSION_NULL;
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session) != MPI_SUCCESS ||
+      MPI_Group_from_session_pset(session, "mpi://WORLD", &group) != MPI_SUCCESS ||
+      MPI_Comm_create_from_group(group, "org.libcollx.test", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                 &comm) != MPI_SUCCESS) {
+    std::fprintf(stderr, "FAILED: a communicator from a session\n");
+    return 1;
+  }
+  MPI_Comm_rank(comm, &g_rank);
+  for (const size_t count : {size_t{1}, size_t{1000}, size_t{70000}}) {
+    std::vector<int> v = input(comm, count, 3), w = input(comm, count, 4), sum(count);
+    expect(MPI_Allreduce(v.data(), sum.data(), static_cast<int>(count), MPI_INT, MPI_SUM,
+                         comm) == MPI_SUCCESS &&
+               is_sum(comm, sum, 3),
+           "sessions: MPI_Allreduce of " + std::to_string(count));
+    MPI_Request req = MPI_REQUEST_NULL;
+    expect(MPI_Iallreduce(MPI_IN_PLACE, w.data(), static_cast<int>(count), MPI_INT, MPI_SUM, comm,
+                          &req) == MPI_SUCCESS &&
+               MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS && is_sum(comm, w, 4),
+           "sessions: MPI_Iallreduce of " + std::to_string(count));
+  }
+  int local[2] = {g_passed.load(), g_failed.load()}, total[2] = {0, 0};
+  MPI_Allreduce(local, total, 2, MPI_INT, MPI_SUM, comm);
+  if (g_rank == 0) std::printf("%d passed, %d failed\n", total[0], total[1]);
+  MPI_Comm_free(&comm);
+  MPI_Group_free(&group);
+  MPI_Session_finalize(&session);
+  return g_failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "--sessions") return sessions();
   int provided = MPI_THREAD_SINGLE;
   if (mode == "--thread-multiple" || mode == "--busy") {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
