@@ -3,9 +3,10 @@
 //   pmpi_conformance            the matrix: every type the interposer serves x op x in-place
 //                               x counts, on WORLD, a dup, an odd/even split, a reversed
 //                               communicator and a one-rank communicator; plus cases that must
-//                               pass through (user op, MAXLOC, a vector type, LAND, an
-//                               intercommunicator), and the intracommunicator merged from that
-//                               intercommunicator
+//                               pass through (user op, MAXLOC, a vector type, LAND, buffers
+//                               MPI rejects, an intercommunicator), the intracommunicator
+//                               merged from that intercommunicator, and communicators freed by
+//                               MPI_Comm_disconnect
 //   pmpi_conformance --no-allreduce       never calls MPI_Allreduce
 //   pmpi_conformance --complex            only the matrix's complex types: MPI_SUM (served
 //                                         under the preload) and MPI_PROD (passed through)
@@ -49,8 +50,9 @@
 //                                         MPI_Request_get_status (then MPI_Wait) and
 //                                         MPI_Waitsome in turn; then several
 //                                         operations outstanding at once, a request freed
-//                                         before completion, and a communicator freed while an
-//                                         operation on it is outstanding
+//                                         before completion, a communicator freed while an
+//                                         operation on it is outstanding, and communicators
+//                                         freed by MPI_Comm_disconnect
 //   pmpi_conformance --progress blocking|small|large|waitall
 //                                         rank 0 sends a large message to rank 1, then joins a
 //                                         collective that rank 1 joins only once the message
@@ -350,6 +352,20 @@ void few(MPI_Comm comm, int k) {
     const int want = p * (p - 1) / 2 + p * 100 * k;
     expect(rc == MPI_SUCCESS && v.front() == want && v.back() == want,
            "dup " + std::to_string(k) + " count " + std::to_string(count));
+  }
+}
+
+// MPI_Comm_disconnect, MPI's collective free: MPICH deletes the communicator's attributes,
+// which frees its libcollx communicator (the preload does not intercept it). Calls on the
+// communicator before it, and on MPI_COMM_WORLD after it, are exact.
+void disconnect() {
+  for (int k = 0; k < 3; ++k) {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    few(comm, k);
+    expect(MPI_Comm_disconnect(&comm) == MPI_SUCCESS && comm == MPI_COMM_NULL,
+           "MPI_Comm_disconnect");
+    few(MPI_COMM_WORLD, k + 3);
   }
 }
 
@@ -1144,6 +1160,7 @@ int main(int argc, char** argv) {
     several(MPI_COMM_WORLD);
     several(split);
     comm_free_pending();
+    disconnect();
     MPI_Comm_free(&split);
   } else {
     MPI_Comm dup, split, reversed, self;
@@ -1159,6 +1176,7 @@ int main(int argc, char** argv) {
     passthrough(MPI_COMM_WORLD);
     passthrough(split);
     intercomm(MPI_COMM_WORLD);
+    disconnect();
     MPI_Comm_free(&dup);  // frees its libcollx communicator; the others go at MPI_Finalize
     matrix(MPI_COMM_WORLD, false);
     MPI_Comm_free(&split);
