@@ -65,12 +65,6 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 
 }  // namespace
 
-bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count count) {
-  if (count <= 0) return count < 0;
-  return recvbuf == nullptr || recvbuf == MPI_IN_PLACE || sendbuf == nullptr ||
-         sendbuf == recvbuf;
-}
-
 void set_host_copies(HostCopiesOf of) { g_of.store(of, std::memory_order_relaxed); }
 
 // The MPI library's own MPI_Allreduce (fn kAllreduce) or MPI_Allreduce_c (kAllreduceC), on

@@ -75,7 +75,11 @@ enum HostCopiesOf { kNoBuffers, kDeviceBuffers, kAllBuffers };
 // (in place is MPI_IN_PLACE). Such calls go to the MPI library as they are, for its own
 // error: never served (libcollx would write through an MPI_IN_PLACE recvbuf, and take
 // sendbuf == recvbuf as in place), never on host copies.
-bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count count);
+inline bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count count) {
+  if (count <= 0) return count < 0;
+  return recvbuf == nullptr || recvbuf == MPI_IN_PLACE || sendbuf == nullptr ||
+         sendbuf == recvbuf;
+}
 void set_host_copies(HostCopiesOf of);
 extern std::atomic<long long> g_copied[kFnCount];
 int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
