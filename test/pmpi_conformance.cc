@@ -673,7 +673,7 @@ void handoff() {
   std::mutex mutex;
   std::condition_variable ready;
   bool posting = true;
-  std::atomic<int> wrong{0};
+  int wrong = 0;  // (the completer's; read after it is joined)
   std::thread completer([&] {
     for (;;) {
       std::unique_lock<std::mutex> lock(mutex);
@@ -716,7 +716,7 @@ void handoff() {
   ready.notify_one();
   completer.join();
   expect(wrong == 0 && blocking_wrong == 0,
-         "posted by one thread, completed by another: " + std::to_string(wrong.load()) +
+         "posted by one thread, completed by another: " + std::to_string(wrong) +
              " wrong operations, " + std::to_string(blocking_wrong) + " wrong blocking calls");
   MPI_Comm_free(&comm);
 }

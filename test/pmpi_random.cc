@@ -19,10 +19,10 @@
 //    with operations on it outstanding.
 // Every call is a random served type x op (integers, floating types, complex sums, MPI_BYTE, a
 // Fortran type) or, one in eight, one the interposer passes to MPI (a user-defined op,
-// MPI_MAXLOC on MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere below 2^18,
-// in place or not, each rank's buffers 0 - 7 bytes off malloc's alignment. Each result is
-// compared bitwise with the exact one, with guard bytes before and after it; send buffers
-// must be unchanged. At the end every operation is completed; the communicators left are
+// MPI_MAXLOC on MPI_2INT, MPI_LAND), with counts around the algorithms' bounds or anywhere
+// below 2^18, in place or not, each rank's buffers 0 - 7 bytes off malloc's alignment. Each
+// result is compared bitwise with the exact one, with guard bytes before and after it; send
+// buffers must be unchanged. At the end every operation is completed; the communicators left are
 // freed, or left to MPI_Finalize (from the seed).
 // --threads: MPI_THREAD_MULTIPLE, and two threads per process, each running its own sequence
 // (seeds SEED and SEED + 1) on its own dup of MPI_COMM_WORLD and what it creates from it.
