@@ -19,7 +19,9 @@
 //                                         MPI_Iallreduce, as --nonblocking), and free two of their
 //                                         dups; the other two are left to MPI_Finalize;
 //                                         then one thread posts MPI_Iallreduce calls that
-//                                         another completes, as the next are posted
+//                                         another completes, as the next are posted; then
+//                                         two threads run the matrix through persistent
+//                                         requests, each on a dup of its own
 //   pmpi_conformance --late-free          only under the preload with COLLX_TIMEOUT=1, 2
 //                                         ranks: rank 1 frees a communicator 2.5 s after rank
 //                                         0, so rank 0's free of its libcollx communicator
@@ -78,6 +80,18 @@
 //                                         MPI_Iallreduce request before it completes (MPICH
 //                                         rejects this for its own), then more operations;
 //                                         MPI_Cancel of one (likewise): no effect
+//   pmpi_conformance --persistent         the matrix, the pass-through cases and the
+//                                         intercommunicator through MPI_Allreduce_init (and
+//                                         MPI_Allreduce_init_c), each started twice by MPI_Start
+//                                         and completed by the completion calls above; then
+//                                         persistent requests over their life: many starts
+//                                         with new inputs, MPI_Startall mixed with MPI's own
+//                                         persistent requests, MPI_Start of an active one, one
+//                                         started after its communicator was freed
+//   pmpi_conformance --persistent-edges   only under the preload (MPICH 4.0.2 hangs or
+//                                         corrupts memory on its own): inactive persistent
+//                                         requests in every completion call, MPI_Testall, one
+//                                         freed while active
 //   pmpi_conformance --large-count        the matrix and the pass-through cases through the
 //                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
 //                                         then MPI_Iallreduce_c with the completion calls above
@@ -125,18 +139,18 @@ void expect(bool ok, const std::string& what) {
 // Per thread (--thread-multiple runs one thread each way):
 thread_local bool g_nonblocking = false;  // allreduce(): MPI_Iallreduce and a completion call
 thread_local bool g_large = false;        // the large-count functions (MPI_Allreduce_c, ...)
+thread_local bool g_persistent = false;   // allreduce(): MPI_Allreduce_init, MPI_Start, ...
 thread_local int g_style = 0;             // which completion call the next one uses
 
-// MPI_Iallreduce, then one completion call, a different one each time (mixed with MPI's own
-// point-to-point requests in MPI_Waitall). Returns the first error.
-int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
-               MPI_Comm comm) {
-  MPI_Request req = MPI_REQUEST_NULL;
-  int rc = g_large ? MPI_Iallreduce_c(send, recv, count, type, op, comm, &req)
-                   : MPI_Iallreduce(send, recv, static_cast<int>(count), type, op, comm, &req);
-  if (rc != MPI_SUCCESS) return rc;
-  int flag = 0, index = -1, outcount = 0;
-  switch (g_style++ % 9) {
+// Completes the operation of req (on comm) by one completion call, a different one each time
+// (mixed with MPI's own point-to-point requests in MPI_Waitall). Returns the first error.
+// A persistent request is never given to MPI_Testall (MPI_Wait instead): MPICH 4.0.2's fails
+// its own persistent collective requests (MPI_ERR_IN_STATUS, with no error in the status).
+int complete(MPI_Request& req, MPI_Comm comm, bool persistent_req = false) {
+  int rc = MPI_SUCCESS, flag = 0, index = -1, outcount = 0;
+  int style = g_style++ % 9;
+  if (persistent_req && style == 4) style = 0;
+  switch (style) {
     case 0:
       rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
       break;
@@ -207,12 +221,49 @@ int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type,
       break;
     }
   }
+  return rc;
+}
+
+// MPI_Iallreduce, then one completion call (complete). Returns the first error.
+int iallreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = g_large ? MPI_Iallreduce_c(send, recv, count, type, op, comm, &req)
+                   : MPI_Iallreduce(send, recv, static_cast<int>(count), type, op, comm, &req);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = complete(req, comm);
   expect(rc != MPI_SUCCESS || req == MPI_REQUEST_NULL, "the request is MPI_REQUEST_NULL after it");
+  return rc;
+}
+
+// MPI_Allreduce_init (MPI_Allreduce_init_c with g_large), then MPI_Start and one completion
+// call (complete), twice: not in place, recvbuf poisoned before the second start (its result
+// is the one checked); in place, once (its input is its recvbuf). Then MPI_Request_free.
+// Returns the first error.
+int persistent(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = g_large ? MPI_Allreduce_init_c(send, recv, count, type, op, comm, MPI_INFO_NULL, &req)
+                   : MPI_Allreduce_init(send, recv, static_cast<int>(count), type, op, comm,
+                                        MPI_INFO_NULL, &req);
+  if (rc != MPI_SUCCESS) return rc;
+  const MPI_Request persistent_req = req;
+  MPI_Count size = 0;
+  MPI_Type_size_c(type, &size);
+  for (int start = 0; start < (send == MPI_IN_PLACE ? 1 : 2) && rc == MPI_SUCCESS; ++start) {
+    if (start == 1 && recv != nullptr) std::memset(recv, 0x5a, static_cast<size_t>(count * size));
+    rc = MPI_Start(&req);
+    if (rc == MPI_SUCCESS) rc = complete(req, comm, true);
+    expect(req == persistent_req, "the persistent request is kept");
+  }
+  const int free_rc = MPI_Request_free(&req);
+  expect(free_rc == MPI_SUCCESS && req == MPI_REQUEST_NULL, "MPI_Request_free: MPI_REQUEST_NULL");
   return rc;
 }
 
 int allreduce(const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op,
               MPI_Comm comm) {
+  if (g_persistent) return persistent(send, recv, count, type, op, comm);
   if (g_nonblocking) return iallreduce(send, recv, count, type, op, comm);
   if (g_large) return MPI_Allreduce_c(send, recv, count, type, op, comm);
   return MPI_Allreduce(send, recv, static_cast<int>(count), type, op, comm);
@@ -805,6 +856,185 @@ void request_free(MPI_Comm comm) {
   }
 }
 
+// Puts input(comm, v.size(), k) into v's own storage (a persistent request keeps its address).
+void refill(std::vector<int>& v, MPI_Comm comm, int k) {
+  const std::vector<int> fresh = input(comm, v.size(), k);
+  std::copy(fresh.begin(), fresh.end(), v.begin());
+}
+
+// Persistent allreduces over their life, on `comm`:
+// - two requests (10 ints, and 70 000 in place) started 12 times each, with new inputs before
+//   every start, and completed by each completion call in turn;
+// - by MPI_Startall and one MPI_Waitall, 5 times: three on `comm`, one passed through (a user
+//   op; MPI's own), and a persistent send and receive (to this rank itself), mixed;
+// - one on a dup freed after its first start: MPI runs the starts after the free (it keeps a
+//   freed communicator for its persistent requests);
+// - MPI_Start of an active request: MPI_ERR_REQUEST, and the operation goes on.
+void persistent_life(MPI_Comm comm) {
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  std::vector<int> in = input(comm, 10, 0), out(10), big = input(comm, 70000, 0);
+  MPI_Request small_req, big_req;
+  MPI_Allreduce_init(in.data(), out.data(), 10, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL,
+                     &small_req);
+  MPI_Allreduce_init(MPI_IN_PLACE, big.data(), 70000, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL,
+                     &big_req);
+  const MPI_Request small_kept = small_req, big_kept = big_req;
+  bool ok = true;
+  for (int k = 0; k < 12; ++k) {
+    refill(in, comm, k);
+    refill(big, comm, k + 100);
+    ok = ok && MPI_Start(&small_req) == MPI_SUCCESS && complete(small_req, comm, true) == MPI_SUCCESS &&
+         is_sum(comm, out, k);
+    ok = ok && MPI_Start(&big_req) == MPI_SUCCESS && complete(big_req, comm, true) == MPI_SUCCESS &&
+         is_sum(comm, big, k + 100);
+  }
+  expect(ok && small_req == small_kept && big_req == big_kept,
+         "persistent: 12 starts each with new inputs, every completion call");
+  MPI_Op op;
+  MPI_Op_create(user_sum, 1, &op);
+  std::vector<int> third = input(comm, 1000, 0), third_out(1000), user = input(comm, 5, 0),
+                   user_out(5);
+  int to_me = 0, from_me = -1;
+  MPI_Request all[6];
+  MPI_Allreduce_init(third.data(), third_out.data(), 1000, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL,
+                     &all[1]);
+  MPI_Recv_init(&from_me, 1, MPI_INT, me, 78, comm, &all[0]);
+  all[2] = small_req;
+  MPI_Allreduce_init(user.data(), user_out.data(), 5, MPI_INT, op, comm, MPI_INFO_NULL, &all[3]);
+  MPI_Send_init(&to_me, 1, MPI_INT, me, 78, comm, &all[4]);
+  all[5] = big_req;
+  ok = true;
+  for (int k = 0; k < 5; ++k) {
+    refill(in, comm, k + 20);
+    refill(big, comm, k + 30);
+    refill(third, comm, k + 40);
+    refill(user, comm, k + 50);
+    to_me = k + 60;
+    ok = ok && MPI_Startall(6, all) == MPI_SUCCESS &&
+         MPI_Waitall(6, all, MPI_STATUSES_IGNORE) == MPI_SUCCESS && is_sum(comm, out, k + 20) &&
+         is_sum(comm, big, k + 30) && is_sum(comm, third_out, k + 40) &&
+         is_sum(comm, user_out, k + 50) && from_me == k + 60;
+  }
+  expect(ok && all[2] == small_kept && all[5] == big_kept,
+         "persistent: MPI_Startall and MPI_Waitall, mixed with MPI's own");
+  for (int i : {0, 1, 3, 4}) MPI_Request_free(&all[i]);
+  MPI_Op_free(&op);
+  // MPI_Start of an active request: MPI's error (through MPI_COMM_WORLD's handler in MPICH).
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  refill(in, comm, 70);
+  int rc = MPI_Start(&small_req);
+  const int again = MPI_Start(&small_req);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  int cls = MPI_SUCCESS;
+  if (again != MPI_SUCCESS) MPI_Error_class(again, &cls);
+  expect(rc == MPI_SUCCESS && cls == MPI_ERR_REQUEST &&
+             MPI_Wait(&small_req, MPI_STATUS_IGNORE) == MPI_SUCCESS && is_sum(comm, out, 70),
+         "persistent: MPI_Start of an active request: MPI_ERR_REQUEST, the operation goes on");
+  MPI_Request_free(&small_req);
+  MPI_Request_free(&big_req);
+  expect(small_req == MPI_REQUEST_NULL && big_req == MPI_REQUEST_NULL,
+         "persistent: MPI_Request_free");
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Request on_dup;
+  MPI_Allreduce_init(in.data(), out.data(), 10, MPI_INT, MPI_SUM, dup, MPI_INFO_NULL, &on_dup);
+  ok = true;
+  for (int k = 0; k < 3; ++k) {
+    if (k == 1) MPI_Comm_free(&dup);
+    refill(in, comm, k + 80);
+    ok = ok && MPI_Start(&on_dup) == MPI_SUCCESS &&
+         MPI_Wait(&on_dup, MPI_STATUS_IGNORE) == MPI_SUCCESS && is_sum(comm, out, k + 80);
+  }
+  MPI_Request_free(&on_dup);
+  expect(ok, "persistent: started before and after its communicator's MPI_Comm_free");
+}
+
+// Persistent requests of two threads at once, each on a dup of its own: the matrix through
+// MPI_Allreduce_init, MPI_Start and the completion calls.
+void persistent_threads() {
+  MPI_Comm a, b;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  auto work = [](MPI_Comm comm) {
+    g_persistent = true;
+    matrix(comm, false);
+    g_persistent = false;
+  };
+  std::thread other(work, b);
+  work(a);
+  other.join();
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+}
+
+// Only under the preload (MPICH 4.0.2's own persistent collective requests hang in MPI_Wait
+// when inactive, and corrupt memory when freed active): inactive persistent requests in every
+// completion call, which returns at once as for MPI_REQUEST_NULL; an active one freed, whose
+// operation goes on (its buffers are not touched until MPI_Finalize); then more operations.
+void persistent_edges(MPI_Comm comm) {
+  std::vector<int> in = input(comm, 10, 0), out(10);
+  MPI_Request two[2];
+  MPI_Allreduce_init(in.data(), out.data(), 10, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &two[0]);
+  MPI_Allreduce_init(MPI_IN_PLACE, out.data(), 10, MPI_INT, MPI_MAX, comm, MPI_INFO_NULL,
+                     &two[1]);
+  const MPI_Request kept[2] = {two[0], two[1]};
+  for (int started = 0; started < 2; ++started) {  // never started, then completed once
+    const std::string when = started ? " (completed)" : " (never started)";
+    int flag = 0, index = 0, outcount = 0, indices[2];
+    MPI_Status st;
+    bool ok = MPI_Wait(&two[0], &st) == MPI_SUCCESS && MPI_Test(&two[1], &flag, &st) ==
+              MPI_SUCCESS && flag;
+    flag = 0;
+    ok = ok && MPI_Waitall(2, two, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+         MPI_Testall(2, two, &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && flag;
+    ok = ok && MPI_Waitany(2, two, &index, &st) == MPI_SUCCESS && index == MPI_UNDEFINED;
+    flag = 0;
+    index = 0;
+    ok = ok && MPI_Testany(2, two, &index, &flag, &st) == MPI_SUCCESS && flag &&
+         index == MPI_UNDEFINED;
+    ok = ok && MPI_Waitsome(2, two, &outcount, indices, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+         outcount == MPI_UNDEFINED;
+    outcount = 0;
+    ok = ok && MPI_Testsome(2, two, &outcount, indices, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+         outcount == MPI_UNDEFINED;
+    flag = 0;
+    ok = ok && MPI_Request_get_status(two[0], &flag, &st) == MPI_SUCCESS && flag;
+    expect(ok && two[0] == kept[0] && two[1] == kept[1],
+           "persistent, inactive: every completion call returns at once" + when);
+    if (!started) {
+      ok = MPI_Startall(2, two) == MPI_SUCCESS && MPI_Waitall(2, two, MPI_STATUSES_IGNORE) ==
+           MPI_SUCCESS;
+      int p = 0;
+      MPI_Comm_size(comm, &p);
+      expect(ok && out[0] == p * (0 + 0) + 7 * p * (p - 1) / 2, "persistent: the two ran");
+    }
+  }
+  // MPI_Testall on an active one (the completion calls above do not use it on persistent
+  // requests: MPICH's fails its own).
+  refill(in, comm, 9);
+  int done = 0;
+  bool ok = MPI_Start(&two[0]) == MPI_SUCCESS;
+  while (ok && !done) ok = MPI_Testall(2, two, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+  expect(ok && two[0] == kept[0] && is_sum(comm, out, 9), "persistent: MPI_Testall");
+  static std::vector<int> freed;
+  freed = input(comm, 30000, 5);
+  MPI_Request active;
+  MPI_Allreduce_init(MPI_IN_PLACE, freed.data(), 30000, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL,
+                     &active);
+  MPI_Start(&active);
+  MPI_Request_free(&active);
+  expect(active == MPI_REQUEST_NULL, "persistent, freed while active: MPI_REQUEST_NULL");
+  for (int k = 0; k < 3; ++k) {
+    refill(in, comm, k + 10);
+    expect(MPI_Start(&two[0]) == MPI_SUCCESS && complete(two[0], comm, true) == MPI_SUCCESS &&
+               is_sum(comm, out, k + 10),
+           "persistent: an operation after a freed active request");
+  }
+  MPI_Request_free(&two[0]);
+  MPI_Request_free(&two[1]);
+}
+
 // MPI_Comm_free while an operation on the communicator is outstanding: the operation completes
 // normally (MPI's rule for pending operations).
 void comm_free_pending() {
@@ -1102,6 +1332,7 @@ int main(int argc, char** argv) {
       few(dups[1], 1);
       free_while_reducing();
       handoff();
+      persistent_threads();
     }
     passthrough(MPI_COMM_WORLD);
   } else if (mode == "--busy") {
@@ -1149,6 +1380,23 @@ int main(int argc, char** argv) {
     return g_self_ok ? rc : 1;
   } else if (mode == "--huge") {
     huge();
+  } else if (mode == "--persistent") {
+    MPI_Comm split;
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &split);
+    g_persistent = true;
+    matrix(MPI_COMM_WORLD, true);
+    matrix(split, false);
+    passthrough(MPI_COMM_WORLD);
+    intercomm(MPI_COMM_WORLD);
+    g_large = true;
+    matrix(split, false);
+    g_large = false;
+    g_persistent = false;
+    persistent_life(MPI_COMM_WORLD);
+    persistent_life(split);
+    MPI_Comm_free(&split);
+  } else if (mode == "--persistent-edges") {
+    persistent_edges(MPI_COMM_WORLD);
   } else if (mode == "--nonblocking") {
     g_nonblocking = true;
     MPI_Comm split;

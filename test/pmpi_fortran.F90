@@ -7,6 +7,7 @@
 ! MPI_INTEGER8, MPI_Iallreduce with
 ! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror), with
 ! MPI_Request_get_status then MPI_Wait, and with MPI_Waitall,
+! a persistent allreduce (MPI_Allreduce_init, MPI_Start, MPI_Wait, MPI_Request_free),
 ! MPI_Comm_free with a request of MPI's own pending, and MPI_LOGICAL with MPI_LAND (which must
 ! pass through). Prints "N passed, N failed" on rank 0;
 ! exit status 1 on any failure.
@@ -14,16 +15,16 @@ program pmpi_fortran
 #ifdef USE_MPI_F08
   use mpi_f08
   implicit none
-  type(MPI_Request) :: reqs(2)
+  type(MPI_Request) :: reqs(2), preq
   type(MPI_Status) :: st
   type(MPI_Comm) :: dup
 #else
   use mpi
   implicit none
-  integer :: reqs(2), dup
+  integer :: reqs(2), preq, dup
 #endif
   integer, parameter :: n = 100003
-  integer :: ierr, rank, p, i, r, passed, failed, tally(2), total(2)
+  integer :: ierr, rank, p, i, r, k, passed, failed, tally(2), total(2)
   integer :: iv(n), xv(n), want_x
   real :: rs(n), rv(n)
   double precision :: ds(n), dv(n)
@@ -140,6 +141,27 @@ program pmpi_fortran
   call check(ierr == MPI_SUCCESS .and. all([(iv(i) == p * mod(i, 1000) + 7 * p * (p - 1) / 2, &
              i = 1, n)]) .and. all([(rv(i) == real(p * mod(i, 100) + p * (p - 1) / 2), &
              i = 1, 3)]), 'two MPI_Iallreduce, one MPI_Waitall')
+
+  ! A persistent allreduce (MPI 4.0): MPI_Allreduce_init, then three MPI_Start + MPI_Wait with
+  ! new inputs, then MPI_Request_free: MPI_INTEGER sum. Under the preload `use mpi`'s MPI_Start
+  ! (the C one) runs it through libcollx; mpi_f08's calls PMPI_Start itself, so MPI runs it.
+  call MPI_Allreduce_init(iv, xv, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &
+                          preq, ierr)
+  flag = ierr == MPI_SUCCESS
+  do k = 1, 3
+    do i = 1, n
+      iv(i) = mod(i, 1000) + 7 * rank + k
+    end do
+    xv = -1
+    call MPI_Start(preq, ierr)
+    flag = flag .and. ierr == MPI_SUCCESS
+    call MPI_Wait(preq, MPI_STATUS_IGNORE, ierr)
+    flag = flag .and. ierr == MPI_SUCCESS .and. preq /= MPI_REQUEST_NULL .and. &
+           all([(xv(i) == p * (mod(i, 1000) + k) + 7 * p * (p - 1) / 2, i = 1, n)])
+  end do
+  call MPI_Request_free(preq, ierr)
+  call check(flag .and. ierr == MPI_SUCCESS .and. preq == MPI_REQUEST_NULL, &
+             'persistent MPI_INTEGER sum: three starts')
 
   ! MPI_Comm_free with a request of MPI's own (MPI_LAND, passed through) still pending on it on
   ! the ranks but 0, where MPICH then defers the communicator's attribute callbacks: the

@@ -15,6 +15,8 @@
 # least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
 # not polling). If EXPECT_HOST_COPIES is set, exactly that many passed-through calls must have
 # gone through host copies of their buffers (device buffers, or COLLX_MPI_HOST_COPIES=1).
+# If EXPECT_MPI_STARTS is set, served persistent requests must have been started by libcollx,
+# and exactly that many by MPI (their communicator freed).
 # If EXPECT_ALGO is set, the run profiles (COLLX_PROFILE=1) and some
 # communicator's profile must name that algorithm.
 set -uo pipefail
@@ -34,6 +36,8 @@ failed=${failed:-0}
 unusable=$(sum 's/.* \([0-9]*\) passed through: communicator unusable.*/\1/p')
 unfreed=$(grep -c '^libcollx_mpi: freeing a libcollx communicator failed' "$log")
 wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
+starts=$(sum 's/.* persistent requests started (all ranks): \([0-9]*\) by libcollx.*/\1/p')
+mpi_starts=$(sum 's/.* persistent requests started (all ranks): [0-9]* by libcollx, \([0-9]*\) by MPI.*/\1/p')
 host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas
@@ -72,6 +76,12 @@ if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
 fi
 if [ -n "${EXPECT_PASSED:-}" ] && [ "${passed:-0}" -ne "$EXPECT_PASSED" ]; then
   echo "${passed:-0} calls passed through; expected $EXPECT_PASSED" >&2
+  exit 1
+fi
+if [ -n "${EXPECT_MPI_STARTS:-}" ] &&
+   { [ "${starts:-0}" -eq 0 ] || [ "${mpi_starts:-0}" -ne "$EXPECT_MPI_STARTS" ]; }; then
+  echo "persistent requests started: ${starts:-0} by libcollx, ${mpi_starts:-0} by MPI;" \
+    "expected some and $EXPECT_MPI_STARTS" >&2
   exit 1
 fi
 if [ -n "${EXPECT_HOST_COPIES:-}" ] && [ "${host_copies:-0}" -ne "$EXPECT_HOST_COPIES" ]; then

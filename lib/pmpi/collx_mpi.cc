@@ -42,8 +42,9 @@
 
 namespace collx_mpi {
 
-const char* const kFnNames[kFnCount] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c",
-                                        "MPI_Iallreduce_c"};
+const char* const kFnNames[kFnCount] = {"MPI_Allreduce",      "MPI_Iallreduce",
+                                        "MPI_Allreduce_c",    "MPI_Iallreduce_c",
+                                        "MPI_Allreduce_init", "MPI_Allreduce_init_c"};
 
 namespace {
 
@@ -229,6 +230,34 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   return start_request(fn, r, request);
 }
 
+// MPI_Allreduce_init and MPI_Allreduce_init_c (`fn`): MPI's own persistent request in every
+// case; a served one is also ours (persistent.cc), which MPI_Start runs through libcollx.
+int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request) {
+  ensure_started();
+  collx_dtype_t d = COLLX_INT8;
+  collx_op_t o = COLLX_SUM;
+  size_t lanes = 1;
+  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
+  if (why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || request == nullptr)) {
+    why = kArgs;
+  }
+  collx_comm_t c = nullptr;
+  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
+  tally(g.counts[fn].calls[why]);
+  const int rc =
+      fn == kAllreduceInitC
+          ? PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+          : PMPI_Allreduce_init(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm,
+                                info, request);
+  if (why == kServed && rc == MPI_SUCCESS) {
+    add_persistent(*request, fn, sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf, recvbuf,
+                   static_cast<size_t>(count) * lanes, d, o, c, comm);
+  }
+  return rc;
+}
+
 // MPI_COMM_SELF's delete callback (set by start): at the start of MPI_Finalize, after the
 // program's own callbacks on MPI_COMM_SELF (MPI deletes them in the reverse order of setting),
 // ends the operations of freed requests, destroys the libcollx communicators left, and prints
@@ -244,9 +273,10 @@ int finish(MPI_Comm, int, void*, void*) {
   }
   if (g.verbose) {
     // Per function: the calls per reason, then the failed ones, then the copied ones; then
-    // how the served MPI_Iallreduce operations ended; last, the failed frees.
+    // how the served non-blocking operations ended; then the starts of served persistent
+    // requests; last, the failed frees.
     constexpr int kPer = kReasonCount + 2, kEndings = kFnCount * kPer;
-    constexpr int kAll = kEndings + kEndingCount + 1;
+    constexpr int kStarts = kEndings + kEndingCount, kAll = kStarts + kStarterCount + 1;
     long long local[kAll] = {}, total[kAll] = {};
     for (int f = 0; f < kFnCount; ++f) {
       for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
@@ -254,6 +284,7 @@ int finish(MPI_Comm, int, void*, void*) {
       local[f * kPer + kReasonCount + 1] = g_copied[f].load();
     }
     for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
+    for (int b = 0; b < kStarterCount; ++b) local[kStarts + b] = g_starts[b].load();
     local[kAll - 1] = g_free_failed.load();
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -269,9 +300,17 @@ int finish(MPI_Comm, int, void*, void*) {
       const long long* ended = total + kEndings;
       if (ended[kByWait] + ended[kByWaitFn] + ended[kByPoll] + ended[kByOrphan] > 0) {
         std::fprintf(stderr,
-                     "libcollx_mpi: served MPI_Iallreduce operations (all ranks) ended in: "
-                     "MPI_Wait %lld, MPI_Waitall %lld, polling %lld, freed requests %lld\n",
+                     "libcollx_mpi: served non-blocking operations (MPI_Iallreduce, MPI_Start; "
+                     "all ranks) ended in: MPI_Wait %lld, MPI_Waitall %lld, polling %lld, "
+                     "freed requests %lld\n",
                      ended[kByWait], ended[kByWaitFn], ended[kByPoll], ended[kByOrphan]);
+      }
+      const long long* started = total + kStarts;
+      if (started[kByLibcollx] + started[kByMpi] > 0) {
+        std::fprintf(stderr,
+                     "libcollx_mpi: served persistent requests started (all ranks): %lld by "
+                     "libcollx, %lld by MPI (their communicator freed)\n",
+                     started[kByLibcollx], started[kByMpi]);
       }
       if (total[kAll - 1] > 0) {
         std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
@@ -335,19 +374,107 @@ __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf,
   return iallreduce(kIallreduceC, sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
-// MPICH's MPI_Wait only polls a generalized request; collx_wait runs the operation on this
-// thread if no thread has started it (far sooner, for a small one, than handing it over).
+__attribute__((visibility("default"))) int MPI_Allreduce_init(const void* sendbuf, void* recvbuf,
+                                                              int count, MPI_Datatype datatype,
+                                                              MPI_Op op, MPI_Comm comm,
+                                                              MPI_Info info,
+                                                              MPI_Request* request) {
+  return allreduce_init(kAllreduceInit, sendbuf, recvbuf, count, datatype, op, comm, info,
+                        request);
+}
+
+__attribute__((visibility("default"))) int MPI_Allreduce_init_c(const void* sendbuf,
+                                                                void* recvbuf, MPI_Count count,
+                                                                MPI_Datatype datatype, MPI_Op op,
+                                                                MPI_Comm comm, MPI_Info info,
+                                                                MPI_Request* request) {
+  return allreduce_init(kAllreduceInitC, sendbuf, recvbuf, count, datatype, op, comm, info,
+                        request);
+}
+
+__attribute__((visibility("default"))) int MPI_Start(MPI_Request* request) {
+  return start_persistent(request);
+}
+
+// MPI_Startall starts them in any order: one at a time, in the array's.
+__attribute__((visibility("default"))) int MPI_Startall(int count, MPI_Request requests[]) {
+  if (!any_persistent() || count <= 0 || requests == nullptr) {
+    return PMPI_Startall(count, requests);
+  }
+  for (int i = 0; i < count; ++i) {
+    const int rc = start_persistent(&requests[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+__attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request) {
+  if (request != nullptr) forget_persistent(*request);
+  return PMPI_Request_free(request);
+}
+
+// The completion calls see an active persistent request of ours as its operation's
+// generalized request (Swap). MPICH's MPI_Wait only polls a generalized request; collx_wait
+// runs the operation on this thread if no thread has started it (far sooner, for a small one,
+// than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  advance_if_ours(request, true);
-  return PMPI_Wait(request, status);
+  const Swap swap(1, request);
+  advance_if_ours(swap.requests(), true);
+  return PMPI_Wait(swap.requests(), status);
+}
+
+__attribute__((visibility("default"))) int MPI_Test(MPI_Request* request, int* flag,
+                                                    MPI_Status* status) {
+  const Swap swap(1, request);
+  return PMPI_Test(swap.requests(), flag, status);
+}
+
+__attribute__((visibility("default"))) int MPI_Waitall(int count, MPI_Request requests[],
+                                                       MPI_Status statuses[]) {
+  const Swap swap(count, requests);
+  return PMPI_Waitall(count, swap.requests(), statuses);
+}
+
+__attribute__((visibility("default"))) int MPI_Testall(int count, MPI_Request requests[],
+                                                       int* flag, MPI_Status statuses[]) {
+  const Swap swap(count, requests);
+  return PMPI_Testall(count, swap.requests(), flag, statuses);
+}
+
+__attribute__((visibility("default"))) int MPI_Waitany(int count, MPI_Request requests[],
+                                                       int* index, MPI_Status* status) {
+  const Swap swap(count, requests);
+  return PMPI_Waitany(count, swap.requests(), index, status);
+}
+
+__attribute__((visibility("default"))) int MPI_Testany(int count, MPI_Request requests[],
+                                                       int* index, int* flag,
+                                                       MPI_Status* status) {
+  const Swap swap(count, requests);
+  return PMPI_Testany(count, swap.requests(), index, flag, status);
+}
+
+__attribute__((visibility("default"))) int MPI_Waitsome(int incount, MPI_Request requests[],
+                                                        int* outcount, int indices[],
+                                                        MPI_Status statuses[]) {
+  const Swap swap(incount, requests);
+  return PMPI_Waitsome(incount, swap.requests(), outcount, indices, statuses);
+}
+
+__attribute__((visibility("default"))) int MPI_Testsome(int incount, MPI_Request requests[],
+                                                        int* outcount, int indices[],
+                                                        MPI_Status statuses[]) {
+  const Swap swap(incount, requests);
+  return PMPI_Testsome(incount, swap.requests(), outcount, indices, statuses);
 }
 
 // MPICH's MPI_Request_get_status does not poll a generalized request: a served MPI_Iallreduce
 // would never be reported complete. Its operation is tested first.
 __attribute__((visibility("default"))) int MPI_Request_get_status(MPI_Request request, int* flag,
                                                                   MPI_Status* status) {
-  advance_if_ours(&request, false);
-  return PMPI_Request_get_status(request, flag, status);
+  const Swap swap(1, &request);
+  advance_if_ours(swap.requests(), false);
+  return PMPI_Request_get_status(*swap.requests(), flag, status);
 }
 
 __attribute__((visibility("default"))) int MPI_Comm_free(MPI_Comm* comm) {
@@ -380,8 +507,9 @@ __attribute__((visibility("default"))) void mpi_wait_f08_(MPI_Request* request, 
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  advance_if_ours(request, true);
-  next(request, status, ierror);
+  const Swap swap(1, request, false);  // (mpi_f08's MPI_Start is MPI's own)
+  advance_if_ours(swap.requests(), true);
+  next(swap.requests(), status, ierror);
 }
 
 // MPI_Request_get_status of MPICH's mpi_f08 module, which calls PMPI_Request_get_status
@@ -397,8 +525,23 @@ __attribute__((visibility("default"))) void mpi_request_get_status_f08_(MPI_Requ
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  advance_if_ours(request, false);
-  next(request, flag, status, ierror);
+  const Swap swap(1, request, false);
+  advance_if_ours(swap.requests(), false);
+  next(swap.requests(), flag, status, ierror);
+}
+
+// MPI_Request_free of MPICH's mpi_f08 module, which calls PMPI_Request_free itself: a
+// persistent request of ours is forgotten first (MPI reuses the handle), then MPICH's own.
+__attribute__((visibility("default"))) void mpi_request_free_f08_(MPI_Request* request,
+                                                                  int* ierror) {
+  using F08Free = void (*)(MPI_Request*, int*);
+  static const auto next = reinterpret_cast<F08Free>(dlsym(RTLD_NEXT, "mpi_request_free_f08_"));
+  if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
+    if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
+    return;
+  }
+  if (request != nullptr) forget_persistent(*request);
+  next(request, ierror);
 }
 
 }  // extern "C"

@@ -50,6 +50,7 @@ int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   // freed all the same, so it is only reported. One that failed earlier is freed at once; its
   // error was reported by the call it failed.
   const MpiProgress progress;
+  persistent_comm_gone(c->comm);  // (MPI runs the persistent requests on it from now on)
   const collx_status_t st = c->comm != nullptr ? collx_comm_destroy(c->comm) : COLLX_SUCCESS;
   if (st != COLLX_SUCCESS && st != COLLX_ERR_COMM_FAILED) {
     std::fprintf(stderr, "libcollx_mpi: freeing a libcollx communicator failed: %s\n",

@@ -1,7 +1,7 @@
 // What the parts of libcollx_mpi.so share: the functions it serves, their statistics, the
 // libcollx communicators (comms.cc), the datatype and op mapping (types.cc), and the
-// generalized requests of a served MPI_Iallreduce (requests.cc). collx_mpi.cc holds the MPI
-// functions themselves.
+// generalized requests of a served MPI_Iallreduce (requests.cc), and the served persistent
+// allreduces (persistent.cc). collx_mpi.cc holds the MPI functions themselves.
 #pragma once
 
 #include <mpi.h>
@@ -17,7 +17,15 @@ namespace collx_mpi {
 
 // The functions the preload serves. A large-count one (_c) takes an MPI_Count, and passes
 // through to its own PMPI twin.
-enum Fn { kAllreduce, kIallreduce, kAllreduceC, kIallreduceC, kFnCount };
+enum Fn {
+  kAllreduce,
+  kIallreduce,
+  kAllreduceC,
+  kIallreduceC,
+  kAllreduceInit,
+  kAllreduceInitC,
+  kFnCount
+};
 extern const char* const kFnNames[kFnCount];
 
 // A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
@@ -112,5 +120,57 @@ void advance_if_ours(const MPI_Request* request, bool wait);
 // after which nothing in MPI polls them): those done (at every served MPI_Iallreduce), or all
 // of them, waiting (at MPI_Finalize).
 void reap_orphans(bool wait);
+
+// persistent.cc: a served MPI_Allreduce_init is MPI's own persistent request (from
+// PMPI_Allreduce_init) that MPI_Start runs through collx_iallreduce, behind a generalized
+// request that the completion calls see in its place while it is active. The persistent
+// requests of ours not freed yet (any_persistent: else none of this runs).
+extern std::atomic<int> g_persistent_count;
+inline bool any_persistent() { return g_persistent_count.load(std::memory_order_relaxed) > 0; }
+// MPI_Start of a request of ours, by libcollx or (its libcollx communicator gone) by MPI.
+enum Starter { kByLibcollx, kByMpi, kStarterCount };
+extern std::atomic<long long> g_starts[kStarterCount];
+// Makes MPI's persistent request `request` one of ours: an allreduce of `count` libcollx
+// elements on `comm` (the libcollx communicator of `mpi_comm`); sendbuf is COLLX_IN_PLACE for
+// in place.
+void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf, size_t count,
+                    collx_dtype_t dtype, collx_op_t op, collx_comm_t comm, MPI_Comm mpi_comm);
+// MPI_Start: one of ours runs through libcollx (or MPI, its communicator gone); another
+// request goes to PMPI_Start.
+int start_persistent(MPI_Request* request);
+// MPI_Request_free's part before MPI frees `request`: one of ours is forgotten, and its
+// active operation, if any, goes on as that of a freed MPI_Iallreduce request.
+void forget_persistent(MPI_Request request);
+// The libcollx communicator `comm` is being destroyed: MPI runs the persistent requests on it
+// from now on.
+void persistent_comm_gone(collx_comm_t comm);
+// The requests a completion call (MPI_Wait, MPI_Testall, ...) gives MPI: `requests` itself, or
+// a copy in which each persistent request of ours that is active is replaced by its
+// operation's generalized request, and (`inactive_as_null`) each inactive one that libcollx
+// runs by MPI_REQUEST_NULL, which MPI's completion calls treat as MPI treats an inactive
+// request (MPICH 4.0.2's MPI_Wait hangs on an inactive persistent collective request, and its
+// MPI_Request_get_status says it is not complete). When the Swap ends, the program's array
+// gets MPI's changes, but for the persistent requests, which stay; those whose operation MPI
+// completed are inactive again.
+class Swap {
+ public:
+  Swap(int n, MPI_Request* requests, bool inactive_as_null = true)
+      : n_(n), requests_(requests), seen_(requests) {
+    if (n > 0 && requests != nullptr && any_persistent()) swap_in(inactive_as_null);
+  }
+  ~Swap() {
+    if (seen_ != requests_) swap_back();
+  }
+  Swap(const Swap&) = delete;
+  Swap& operator=(const Swap&) = delete;
+  MPI_Request* requests() const { return seen_; }
+
+ private:
+  void swap_in(bool inactive_as_null);
+  void swap_back();
+  int n_;
+  MPI_Request* requests_;
+  MPI_Request* seen_;
+};
 
 }  // namespace collx_mpi
