@@ -17,6 +17,10 @@
 // (MPI: MPI_Waitall), as a framework does with its gradient buckets; the latency is a batch's.
 // --poll: each operation is completed by a loop of collx_test (MPI_Test) instead of collx_wait
 // (MPI_Wait, MPI_Waitall), as a program that polls between pieces of work does.
+// --persistent (implies --nonblocking): MPI's side runs persistent requests, made once per size
+// by MPI_Allreduce_init (PMPI_Allreduce_init for --compare-pmpi) and run by MPI_Start
+// (MPI_Startall for a batch), as OSU's osu_allreduce_persistent does; libcollx's side is
+// unchanged (collx_iallreduce).
 #include <mpi.h>
 
 #include <algorithm>
@@ -47,6 +51,7 @@ struct Options {
   bool sleep_compute = false;  // --compute sleep
   int batch = 1;               // --batch K
   bool poll = false;           // --poll
+  bool persistent = false;     // --persistent
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -57,7 +62,7 @@ void usage(const char* prog) {
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
-               "          [--batch K] [--poll]\n"
+               "          [--batch K] [--poll] [--persistent]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -74,7 +79,9 @@ void usage(const char* prog) {
                "  --batch K: with --nonblocking, post K operations (K buffer pairs), then wait\n"
                "         for all; latency and overlap are a batch's\n"
                "  --poll: with --nonblocking, complete each operation with a loop of collx_test\n"
-               "         (MPI_Test) instead of collx_wait (MPI_Wait or MPI_Waitall)\n",
+               "         (MPI_Test) instead of collx_wait (MPI_Wait or MPI_Waitall)\n"
+               "  --persistent: --nonblocking, with MPI's side through persistent requests\n"
+               "         (MPI_Allreduce_init once per size, then MPI_Start or MPI_Startall)\n",
                prog);
 }
 
@@ -127,6 +134,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->batch = std::atoi(argv[++i]);
     } else if (a == "--poll") {
       o->poll = true;
+    } else if (a == "--persistent") {
+      o->persistent = o->nonblocking = true;
     } else {
       return false;
     }
@@ -255,6 +264,8 @@ int main(int argc, char** argv) {
     std::printf("# %d ranks, %s %s, median of %d rounds%s\n", p, collx_dtype_name(o.dtype),
                 collx_op_name(o.op), o.rounds,
                 !compare         ? ""
+                : o.persistent  ? ", persistent MPI_Allreduce_init interleaved on the same "
+                                  "buffers"
                 : o.nonblocking ? ", MPI_Iallreduce interleaved on the same buffers"
                                  : ", MPI_Allreduce interleaved on the same buffers");
     if (o.nonblocking) {
@@ -331,6 +342,19 @@ int main(int argc, char** argv) {
       }
       return computed;
     };
+    // --persistent: the persistent requests of this size, for MPI_* and PMPI_*.
+    std::vector<MPI_Request> persistent_mpi(k_ops, MPI_REQUEST_NULL),
+        persistent_pmpi(k_ops, MPI_REQUEST_NULL);
+    if (o.persistent && compare) {
+      for (int k = 0; k < k_ops; ++k) {
+        MPI_Allreduce_init(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
+                           MPI_COMM_WORLD, MPI_INFO_NULL, &persistent_mpi[k]);
+        if (o.compare_pmpi) {
+          PMPI_Allreduce_init(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
+                              MPI_COMM_WORLD, MPI_INFO_NULL, &persistent_pmpi[k]);
+        }
+      }
+    }
     // The MPI library through MPI_* (under the preload: libcollx through the interposer), or
     // (`pmpi`) through PMPI_*, the library itself.
     auto run_mpi = [&](int n, double busy = 0, bool pmpi = false) {
@@ -339,25 +363,35 @@ int main(int argc, char** argv) {
       const auto wait = pmpi ? PMPI_Wait : MPI_Wait;
       const auto waitall = pmpi ? PMPI_Waitall : MPI_Waitall;
       const auto test = pmpi ? PMPI_Test : MPI_Test;
+      const auto start = pmpi ? PMPI_Start : MPI_Start;
+      const auto startall = pmpi ? PMPI_Startall : MPI_Startall;
+      MPI_Request* const ops =
+          !o.persistent ? mpi_reqs.data() : pmpi ? persistent_pmpi.data() : persistent_mpi.data();
       double computed = 0;
       for (int i = 0; i < n; ++i) {
         if (!o.nonblocking) {
           allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
           continue;
         }
-        for (int k = 0; k < k_ops; ++k) {
-          iallreduce(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
-                     MPI_COMM_WORLD, &mpi_reqs[k]);
+        if (!o.persistent) {
+          for (int k = 0; k < k_ops; ++k) {
+            iallreduce(sends[k], recvs[k], static_cast<int>(count), mdt, mpi_op(o.op),
+                       MPI_COMM_WORLD, &ops[k]);
+          }
+        } else if (k_ops == 1) {
+          start(&ops[0]);
+        } else {
+          startall(k_ops, ops);
         }
         if (busy > 0) computed += compute(busy, o.sleep_compute);
         if (o.poll) {
           for (int k = 0; k < k_ops; ++k) {
-            for (int done = 0; !done;) test(&mpi_reqs[k], &done, MPI_STATUS_IGNORE);
+            for (int done = 0; !done;) test(&ops[k], &done, MPI_STATUS_IGNORE);
           }
         } else if (k_ops == 1) {
-          wait(&mpi_reqs[0], MPI_STATUS_IGNORE);  // as osu_iallreduce
+          wait(&ops[0], MPI_STATUS_IGNORE);  // as osu_iallreduce
         } else {
-          waitall(k_ops, mpi_reqs.data(), MPI_STATUSES_IGNORE);
+          waitall(k_ops, ops, MPI_STATUSES_IGNORE);
         }
       }
       return computed;
@@ -389,6 +423,15 @@ int main(int argc, char** argv) {
     }
     run_collx(1);
     check();
+    // The MPI side's result too (poisoned first): under the preload it is libcollx's.
+    auto check_after = [&](auto run) {
+      if (!o.validate) return;
+      for (uint8_t* r : recvs) std::memset(r, 0xa5, bytes);
+      run(1);
+      check();
+    };
+    if (compare) check_after([&](int n) { run_mpi(n); });
+    if (o.compare_pmpi) check_after(run_pmpi);
 
     const double mine = median(lat_c), mine_mpi = compare ? median(lat_m) : 0;
     // --nonblocking: each rank computes for its own pure latency, as OSU does; the overlap is
@@ -441,6 +484,12 @@ int main(int argc, char** argv) {
       std::printf("\n");
       std::fflush(stdout);
       if (!all_ok) ++failures;
+    }
+    for (MPI_Request& r : persistent_mpi) {
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    }
+    for (MPI_Request& r : persistent_pmpi) {
+      if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);
     }
     if (size > o.max_size / 2) break;  // no overflow past max
   }

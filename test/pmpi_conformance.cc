@@ -33,7 +33,8 @@
 //                                         libcollx's check catches) come back as MPI_ERR_OTHER
 //                                         through MPI_ERRORS_RETURN, recvbuf untouched; then
 //                                         correct calls on the same communicator still work;
-//                                         the same through MPI_Iallreduce + MPI_Wait
+//                                         the same through MPI_Iallreduce + MPI_Wait, and
+//                                         through persistent requests
 //   pmpi_conformance --unusable           only under the preload without COLLX_CHECK: counts
 //                                         that differ by rank fail on every rank and leave the
 //                                         libcollx communicator unusable; later MPI_Allreduce
@@ -1347,6 +1348,8 @@ int main(int argc, char** argv) {
     // A failed generalized request reports through MPI_COMM_WORLD's handler in MPICH.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     g_nonblocking = true;
+    libcollx_error();
+    g_persistent = true;  // (a persistent request's operation reports likewise)
     libcollx_error();
   } else if (mode == "--unusable") {
     unusable_comm();

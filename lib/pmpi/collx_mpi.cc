@@ -253,7 +253,7 @@ int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                                 info, request);
   if (why == kServed && rc == MPI_SUCCESS) {
     add_persistent(*request, fn, sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf, recvbuf,
-                   static_cast<size_t>(count) * lanes, d, o, c, comm);
+                   static_cast<size_t>(count) * lanes, d, o, c);
   }
   return rc;
 }
@@ -413,11 +413,13 @@ __attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request
   return PMPI_Request_free(request);
 }
 
-// The completion calls see an active persistent request of ours as its operation's
-// generalized request (Swap). MPICH's MPI_Wait only polls a generalized request; collx_wait
-// runs the operation on this thread if no thread has started it (far sooner, for a small one,
-// than handing it over).
+// MPI_Wait and MPI_Test complete a persistent request of ours directly; the other completion
+// calls see an active one as its operation's generalized request (Swap). MPICH's MPI_Wait only
+// polls a generalized request; collx_wait runs the operation on this thread if no thread has
+// started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  int rc = MPI_SUCCESS;
+  if (complete_persistent(request, true, nullptr, status, &rc)) return rc;
   const Swap swap(1, request);
   advance_if_ours(swap.requests(), true);
   return PMPI_Wait(swap.requests(), status);
@@ -425,6 +427,8 @@ __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_St
 
 __attribute__((visibility("default"))) int MPI_Test(MPI_Request* request, int* flag,
                                                     MPI_Status* status) {
+  int rc = MPI_SUCCESS;
+  if (complete_persistent(request, false, flag, status, &rc)) return rc;
   const Swap swap(1, request);
   return PMPI_Test(swap.requests(), flag, status);
 }

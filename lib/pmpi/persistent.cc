@@ -1,10 +1,13 @@
 // Persistent allreduce under the preload (MPI 4.0: MPI_Allreduce_init, MPI_Allreduce_init_c).
 // A served one is MPI's own persistent request, from PMPI_Allreduce_init, plus what libcollx
-// needs to run it: MPI_Start starts a collx_iallreduce behind a generalized request
-// (requests.cc), and while that operation is active every completion call sees its
-// generalized request in place of the persistent one (Swap). MPICH has no persistent
-// generalized request, hence the swap: a generalized request is freed by its completion, a
-// persistent one only becomes inactive.
+// needs to run it. MPI_Start starts a collx_iallreduce. MPI_Wait and MPI_Test on that request
+// alone complete it directly (collx_wait, collx_test), as a program's loop of MPI_Start and
+// MPI_Wait does, with nothing of MPI's in between. Every other use of a started request (the
+// completion calls over arrays, MPI_Request_get_status, MPI_Request_free) first puts its
+// operation behind a generalized request (requests.cc), which those calls are given in its
+// place while it is active (Swap). MPICH has no persistent generalized request, hence the
+// swap: a generalized request is freed by its completion, a persistent one only becomes
+// inactive.
 //
 // MPI's own persistent request is the fallback. Inactive (or started by MPI), the request goes
 // to MPI as it is. MPI starts it itself:
@@ -12,6 +15,10 @@
 //   MPI_Finalize; MPI keeps a freed communicator alive for its persistent requests);
 // - wherever the start is not intercepted: mpi_f08's MPI_Start calls PMPI_Start itself.
 // Every rank does the same in each case, so all run the operation the same way.
+//
+// Threads: a request is used by one thread at a time (MPI's rule), so its state is that
+// thread's; the lock guards the table, and `comm`, which a communicator's free may clear from
+// another thread.
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -33,16 +40,39 @@ struct Persistent {
   size_t count = 0;  // libcollx elements
   collx_dtype_t dtype = COLLX_INT8;
   collx_op_t op = COLLX_SUM;
-  collx_comm_t comm = nullptr;  // null once the libcollx communicator is gone
-  MPI_Comm mpi_comm = MPI_COMM_NULL;  // for errors (valid while `comm` is)
-  MPI_Request active = MPI_REQUEST_NULL;  // the started operation's generalized request
+  collx_comm_t comm = nullptr;  // null once the libcollx communicator is gone (under g_mutex)
+  // Active: the started operation, or once behind a generalized request, that request.
+  collx_request_t running = nullptr;
+  MPI_Request behind = MPI_REQUEST_NULL;
+  bool active() const { return running != nullptr || behind != MPI_REQUEST_NULL; }
 };
 
 std::mutex g_mutex;
-std::unordered_map<MPI_Request, Persistent> g_persistent;  // by MPI's persistent request
+// By MPI's persistent request. (An unordered_map's elements stay where they are: a pointer to
+// one is valid until it is erased, which only the thread using the request does.)
+std::unordered_map<MPI_Request, Persistent> g_persistent;
 
 void count_them() {  // under g_mutex
   g_persistent_count.store(static_cast<int>(g_persistent.size()), std::memory_order_relaxed);
+}
+
+// Ours, or null. `comm` is set to its libcollx communicator (null once gone), if asked.
+Persistent* find(MPI_Request request, collx_comm_t* comm = nullptr) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto it = g_persistent.find(request);
+  if (it == g_persistent.end()) return nullptr;
+  if (comm != nullptr) *comm = it->second.comm;
+  return &it->second;
+}
+
+// Puts a started operation behind a generalized request (the MPI calls other than MPI_Wait and
+// MPI_Test on the request alone need one). If MPI has none left, the operation has been ended
+// and the request is inactive.
+void put_behind(Persistent* p) {
+  if (p->running == nullptr) return;
+  const collx_request_t op = p->running;
+  p->running = nullptr;
+  if (start_request(p->fn, op, &p->behind) != MPI_SUCCESS) p->behind = MPI_REQUEST_NULL;
 }
 
 // The arrays of a Swap on this thread (completion calls do not nest), kept for their capacity.
@@ -52,7 +82,7 @@ thread_local std::vector<int> t_ours;
 }  // namespace
 
 void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf, size_t count,
-                    collx_dtype_t dtype, collx_op_t op, collx_comm_t comm, MPI_Comm mpi_comm) {
+                    collx_dtype_t dtype, collx_op_t op, collx_comm_t comm) {
   Persistent p;
   p.fn = fn;
   p.sendbuf = sendbuf;
@@ -61,7 +91,6 @@ void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvb
   p.dtype = dtype;
   p.op = op;
   p.comm = comm;
-  p.mpi_comm = mpi_comm;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_persistent[request] = p;  // (a handle MPI reuses replaces one freed behind our back)
   count_them();
@@ -69,53 +98,83 @@ void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvb
 
 int start_persistent(MPI_Request* request) {
   if (request == nullptr || !any_persistent()) return PMPI_Start(request);
-  Persistent p;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    const auto it = g_persistent.find(*request);
-    if (it == g_persistent.end()) return PMPI_Start(request);
-    p = it->second;
-  }
-  if (p.comm == nullptr) {
+  collx_comm_t comm = nullptr;
+  Persistent* p = find(*request, &comm);
+  if (p == nullptr) return PMPI_Start(request);
+  if (comm == nullptr) {
     g_starts[kByMpi].fetch_add(1, std::memory_order_relaxed);
     return PMPI_Start(request);
   }
-  if (p.active != MPI_REQUEST_NULL) {  // (erroneous: MPI's error for an active request)
+  if (p->active()) {  // (erroneous: MPI's error, through MPI_COMM_WORLD's handler as MPICH's)
     std::fprintf(stderr, "libcollx_mpi: MPI_Start of a persistent %s that is active\n",
-                 kFnNames[p.fn]);
-    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);  // (MPICH's handler for it)
+                 kFnNames[p->fn]);
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
     return MPI_ERR_REQUEST;
   }
   reap_orphans(false);
-  collx_request_t op = nullptr;
-  if (collx_iallreduce(p.sendbuf, p.recvbuf, p.count, p.dtype, p.op, p.comm, &op) !=
+  if (collx_iallreduce(p->sendbuf, p->recvbuf, p->count, p->dtype, p->op, comm, &p->running) !=
       COLLX_SUCCESS) {
-    report_failure(p.fn, " (MPI_Start)");
-    PMPI_Comm_call_errhandler(p.mpi_comm, MPI_ERR_OTHER);
+    p->running = nullptr;
+    report_failure(p->fn, " (MPI_Start)");
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
   }
   g_starts[kByLibcollx].fetch_add(1, std::memory_order_relaxed);
-  MPI_Request active = MPI_REQUEST_NULL;
-  const int rc = start_request(p.fn, op, &active);
-  if (rc != MPI_SUCCESS) return rc;  // (the operation has ended: the request stays inactive)
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_persistent[*request].active = active;  // (no other thread uses this request meanwhile)
   return MPI_SUCCESS;
+}
+
+bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status* status,
+                         int* rc) {
+  if (request == nullptr || !any_persistent()) return false;
+  collx_comm_t comm = nullptr;
+  Persistent* p = find(*request, &comm);
+  if (p == nullptr || p->behind != MPI_REQUEST_NULL || (p->running == nullptr && comm == nullptr)) {
+    return false;  // (MPI's own, or behind a generalized request: MPI's call)
+  }
+  *rc = MPI_SUCCESS;
+  if (flag != nullptr) *flag = 1;
+  if (p->running == nullptr) {  // inactive: as MPI_REQUEST_NULL
+    MPI_Request none = MPI_REQUEST_NULL;
+    PMPI_Wait(&none, status);  // (the empty status)
+    return true;
+  }
+  collx_status_t st = COLLX_SUCCESS;
+  {
+    const MpiProgress progress;
+    st = wait ? collx_wait(&p->running) : collx_test(&p->running);
+    if (st == COLLX_IN_PROGRESS) {  // (MPI_Test only)
+      if (flag != nullptr) *flag = 0;
+      MpiProgress::progress();  // (as MPI_Test progresses MPI's own operations)
+      return true;
+    }
+  }
+  p->running = nullptr;
+  g_endings[wait ? kByWait : kByPoll].fetch_add(1, std::memory_order_relaxed);
+  set_operation_status(status);
+  if (st != COLLX_SUCCESS) {
+    report_failure(p->fn);
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER);  // (as for a generalized request)
+    *rc = MPI_ERR_OTHER;
+  }
+  return true;
 }
 
 void forget_persistent(MPI_Request request) {
   if (!any_persistent()) return;
-  MPI_Request active = MPI_REQUEST_NULL;
+  Persistent* p = find(request);
+  if (p == nullptr) return;
+  put_behind(p);
+  const MPI_Request behind = p->behind;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    const auto it = g_persistent.find(request);
-    if (it == g_persistent.end()) return;
-    active = it->second.active;
-    g_persistent.erase(it);
+    g_persistent.erase(request);
     count_them();
   }
   // Freed while active: its operation goes on, and ends as a freed MPI_Iallreduce's does.
-  if (active != MPI_REQUEST_NULL) PMPI_Request_free(&active);
+  if (behind != MPI_REQUEST_NULL) {
+    MPI_Request r = behind;
+    PMPI_Request_free(&r);
+  }
 }
 
 void persistent_comm_gone(collx_comm_t comm) {
@@ -127,36 +186,35 @@ void persistent_comm_gone(collx_comm_t comm) {
 }
 
 void Swap::swap_in(bool inactive_as_null) {
-  std::lock_guard<std::mutex> lock(g_mutex);
   t_ours.clear();
   for (int i = 0; i < n_; ++i) {
-    const auto it = g_persistent.find(requests_[i]);
-    if (it == g_persistent.end()) continue;
-    const Persistent& p = it->second;
+    collx_comm_t comm = nullptr;
+    Persistent* p = find(requests_[i], &comm);
+    if (p == nullptr) continue;
+    put_behind(p);
     // Inactive, and libcollx's to start: seen as MPI_REQUEST_NULL (or else MPI's own).
-    if (p.active == MPI_REQUEST_NULL && (!inactive_as_null || p.comm == nullptr)) continue;
+    if (p->behind == MPI_REQUEST_NULL && (!inactive_as_null || comm == nullptr)) continue;
     if (t_ours.empty()) t_swapped.assign(requests_, requests_ + n_);
-    t_swapped[static_cast<size_t>(i)] = p.active;
+    t_swapped[static_cast<size_t>(i)] = p->behind;
     t_ours.push_back(i);
   }
   if (!t_ours.empty()) seen_ = t_swapped.data();
 }
 
 void Swap::swap_back() {
-  const std::vector<int>& ours = t_ours;
   size_t next = 0;
   for (int i = 0; i < n_; ++i) {
-    if (next < ours.size() && ours[next] == i) {
+    if (next < t_ours.size() && t_ours[static_cast<size_t>(next)] == i) {
       ++next;
-      continue;  // the persistent request stays in the program's array
+      // The persistent request stays in the program's array; inactive once MPI completed its
+      // generalized request.
+      if (seen_[i] == MPI_REQUEST_NULL) {
+        Persistent* p = find(requests_[i]);
+        if (p != nullptr) p->behind = MPI_REQUEST_NULL;
+      }
+      continue;
     }
     requests_[i] = seen_[i];
-  }
-  std::lock_guard<std::mutex> lock(g_mutex);
-  for (int i : ours) {
-    if (seen_[i] != MPI_REQUEST_NULL) continue;  // not completed
-    const auto it = g_persistent.find(requests_[i]);
-    if (it != g_persistent.end()) it->second.active = MPI_REQUEST_NULL;  // inactive again
   }
 }
 

@@ -43,11 +43,12 @@ class MpiProgress {
   MpiProgress(const MpiProgress&) = delete;
   MpiProgress& operator=(const MpiProgress&) = delete;
 
- private:
-  static void progress() {
+  static void progress() {  // one step of MPI's progress
     int flag = 0;
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
   }
+
+ private:
   collx::OuterProgress before_;
 };
 
@@ -121,23 +122,33 @@ void advance_if_ours(const MPI_Request* request, bool wait);
 // of them, waiting (at MPI_Finalize).
 void reap_orphans(bool wait);
 
+// The status of a served operation that completed (as MPI's for a collective: no source, tag or
+// elements), unless MPI_STATUS_IGNORE.
+void set_operation_status(MPI_Status* status);
+
 // persistent.cc: a served MPI_Allreduce_init is MPI's own persistent request (from
-// PMPI_Allreduce_init) that MPI_Start runs through collx_iallreduce, behind a generalized
-// request that the completion calls see in its place while it is active. The persistent
-// requests of ours not freed yet (any_persistent: else none of this runs).
+// PMPI_Allreduce_init) that MPI_Start runs through collx_iallreduce; MPI_Wait and MPI_Test
+// complete it directly, and the other calls see a generalized request in its place while it is
+// active. The persistent requests of ours not freed yet (any_persistent: else none of this
+// runs).
 extern std::atomic<int> g_persistent_count;
 inline bool any_persistent() { return g_persistent_count.load(std::memory_order_relaxed) > 0; }
 // MPI_Start of a request of ours, by libcollx or (its libcollx communicator gone) by MPI.
 enum Starter { kByLibcollx, kByMpi, kStarterCount };
 extern std::atomic<long long> g_starts[kStarterCount];
 // Makes MPI's persistent request `request` one of ours: an allreduce of `count` libcollx
-// elements on `comm` (the libcollx communicator of `mpi_comm`); sendbuf is COLLX_IN_PLACE for
-// in place.
+// elements on the libcollx communicator `comm`; sendbuf is COLLX_IN_PLACE for in place.
 void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf, size_t count,
-                    collx_dtype_t dtype, collx_op_t op, collx_comm_t comm, MPI_Comm mpi_comm);
+                    collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
 // MPI_Start: one of ours runs through libcollx (or MPI, its communicator gone); another
 // request goes to PMPI_Start.
 int start_persistent(MPI_Request* request);
+// MPI_Wait (`wait`) or MPI_Test on *request alone: true if it was ours to complete, with
+// *flag (MPI_Test), *status and MPI's return code *rc set: a started operation is waited for or
+// tested (and inactive again once complete), an inactive request is as MPI_REQUEST_NULL.
+// False for any other request, which goes to MPI (through a Swap).
+bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status* status,
+                         int* rc);
 // MPI_Request_free's part before MPI frees `request`: one of ours is forgotten, and its
 // active operation, if any, goes on as that of a freed MPI_Iallreduce request.
 void forget_persistent(MPI_Request request);
@@ -146,7 +157,7 @@ void forget_persistent(MPI_Request request);
 void persistent_comm_gone(collx_comm_t comm);
 // The requests a completion call (MPI_Wait, MPI_Testall, ...) gives MPI: `requests` itself, or
 // a copy in which each persistent request of ours that is active is replaced by its
-// operation's generalized request, and (`inactive_as_null`) each inactive one that libcollx
+// operation's generalized request (made now if it has none), and (`inactive_as_null`) each inactive one that libcollx
 // runs by MPI_REQUEST_NULL, which MPI's completion calls treat as MPI treats an inactive
 // request (MPICH 4.0.2's MPI_Wait hangs on an inactive persistent collective request, and its
 // MPI_Request_get_status says it is not complete). When the Swap ends, the program's array

@@ -99,10 +99,7 @@ void complete(Pending* p, Ending how) {
 
 // The generalized request's callbacks (MPICH calls them without its global lock).
 int query_fn(void* state, MPI_Status* status) {
-  PMPI_Status_set_elements(status, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(status, 0);
-  status->MPI_SOURCE = MPI_UNDEFINED;
-  status->MPI_TAG = MPI_UNDEFINED;
+  set_operation_status(status);
   return static_cast<Pending*>(state)->error;  // what MPI_Wait and the others return
 }
 
@@ -159,6 +156,14 @@ int start(Pending* p, MPI_Request* request) {
 }
 
 }  // namespace
+
+void set_operation_status(MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+}
 
 int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
   auto* p = new Pending();
