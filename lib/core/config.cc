@@ -120,10 +120,10 @@ const ConfigRow kRows[] = {
      "per communicator destroyed: the last one wins)."},
     {"COLLX_MPI_VERBOSE", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: 1 prints at MPI_Finalize how many MPI_Allreduce (and "
-     "MPI_Iallreduce, MPI_Allreduce_c, MPI_Iallreduce_c) calls libcollx served (and how many "
-     "of those failed) and how many it passed through, per reason (and how many of those went "
-     "through host copies), and in which completion calls the served MPI_Iallreduce "
-     "operations ended."},
+     "MPI_Iallreduce, MPI_Allreduce_init and their _c twins) calls libcollx served (and how "
+     "many of those failed) and how many it passed through, per reason (and how many of those "
+     "went through host copies), in which completion calls the served MPI_Iallreduce and "
+     "persistent operations ended, and how many persistent starts libcollx ran."},
     {"COLLX_MPI_HOST_COPIES", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: the calls passed through to the MPI library go "
      "through host copies of their buffers where these are CUDA device memory; 1 makes them "

@@ -1,6 +1,6 @@
-// libcollx_mpi.so: MPI_Allreduce and MPI_Iallreduce (and their large-count twins
-// MPI_Allreduce_c and MPI_Iallreduce_c, MPI 4.0) through libcollx for unmodified MPI
-// programs (MPICH ABI),
+// libcollx_mpi.so: MPI_Allreduce, MPI_Iallreduce and MPI_Allreduce_init (and their
+// large-count twins MPI_Allreduce_c, MPI_Iallreduce_c and MPI_Allreduce_init_c, MPI 4.0)
+// through libcollx for unmodified MPI programs (MPICH ABI),
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so ./app
 //
 // The preload starts in MPI_Init (or at its first call, if the program initialised MPI
@@ -28,6 +28,11 @@
 // host copies of device buffers whose result is copied back when the operation completes
 // (requests.cc: MPI_Iallreduce is CUDA-aware too). The datatypes and ops served are in
 // types.cc.
+//
+// MPI_Allreduce_init: a served call is MPI's own persistent request, which MPI_Start and
+// MPI_Startall run through libcollx; MPI_Wait and MPI_Test complete it directly, and the other
+// completion calls (intercepted for this) see a generalized request in its place
+// (persistent.cc).
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well (comms.cc: their
 // creation from several threads at once).
