@@ -159,6 +159,31 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
   return kServed;
 }
 
+// How a call of `fn` goes (counted in the statistics): why it passes through, or as which
+// libcollx type, op and count, from which send buffer, on which libcollx communicator.
+// `null_request`: a non-blocking call's request argument is null (MPI's error).
+struct Decision {
+  Reason why = kNotReady;
+  collx_dtype_t dtype = COLLX_INT8;
+  collx_op_t op = COLLX_SUM;
+  size_t count = 0;               // libcollx elements
+  const void* sendbuf = nullptr;  // COLLX_IN_PLACE for MPI_IN_PLACE
+  collx_comm_t comm = nullptr;
+};
+Decision decide(Fn fn, const void* sendbuf, const void* recvbuf, MPI_Count count,
+                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bool null_request = false) {
+  ensure_started();
+  Decision x;
+  size_t lanes = 1;
+  x.why = classify(datatype, op, comm, &x.dtype, &x.op, &lanes);
+  if (x.why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || null_request)) x.why = kArgs;
+  if (x.why == kServed && (x.comm = collx_for(comm)) == nullptr) x.why = kCommFailed;
+  tally(g.counts[fn].calls[x.why]);
+  x.count = static_cast<size_t>(count) * lanes;
+  x.sendbuf = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  return x;
+}
+
 // What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
 // reason, then the failed ones, then those passed through on host copies, summed over the
 // ranks.
@@ -183,20 +208,10 @@ void print_counts(const char* fn, const long long* total) {
 // MPI_Allreduce and MPI_Allreduce_c (`fn`).
 int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
               MPI_Op op, MPI_Comm comm) {
-  ensure_started();
-  collx_dtype_t d = COLLX_INT8;
-  collx_op_t o = COLLX_SUM;
-  size_t lanes = 1;
-  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
-  if (why == kServed && mpi_rejects(sendbuf, recvbuf, count)) why = kArgs;
-  collx_comm_t c = nullptr;
-  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.counts[fn].calls[why]);
-  if (why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
-  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
+  const Decision x = decide(fn, sendbuf, recvbuf, count, datatype, op, comm);
+  if (x.why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   const MpiProgress progress;
-  if (collx_allreduce(send, recvbuf, static_cast<size_t>(count) * lanes, d, o, c) ==
-      COLLX_SUCCESS) {
+  if (collx_allreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm) == COLLX_SUCCESS) {
     return MPI_SUCCESS;
   }
   // As MPI does: through the communicator's error handler (fatal by default).
@@ -208,24 +223,14 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
 // MPI_Iallreduce and MPI_Iallreduce_c (`fn`).
 int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  ensure_started();
-  collx_dtype_t d = COLLX_INT8;
-  collx_op_t o = COLLX_SUM;
-  size_t lanes = 1;
-  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
-  if (why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || request == nullptr)) {
-    why = kArgs;
-  }
-  collx_comm_t c = nullptr;
-  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.counts[fn].calls[why]);
-  if (why != kServed) {
+  const Decision x =
+      decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
+  if (x.why != kServed) {
     return pmpi_iallreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request);
   }
   reap_orphans(false);
-  const void* send = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   collx_request_t r = nullptr;
-  if (collx_iallreduce(send, recvbuf, static_cast<size_t>(count) * lanes, d, o, c, &r) !=
+  if (collx_iallreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm, &r) !=
       COLLX_SUCCESS) {
     report_failure(fn);
     *request = MPI_REQUEST_NULL;
@@ -240,25 +245,15 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
 int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                    MPI_Request* request) {
-  ensure_started();
-  collx_dtype_t d = COLLX_INT8;
-  collx_op_t o = COLLX_SUM;
-  size_t lanes = 1;
-  Reason why = classify(datatype, op, comm, &d, &o, &lanes);
-  if (why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || request == nullptr)) {
-    why = kArgs;
-  }
-  collx_comm_t c = nullptr;
-  if (why == kServed && (c = collx_for(comm)) == nullptr) why = kCommFailed;
-  tally(g.counts[fn].calls[why]);
+  const Decision x =
+      decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
   const int rc =
       fn == kAllreduceInitC
           ? PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
           : PMPI_Allreduce_init(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm,
                                 info, request);
-  if (why == kServed && rc == MPI_SUCCESS) {
-    add_persistent(*request, fn, sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf, recvbuf,
-                   static_cast<size_t>(count) * lanes, d, o, c);
+  if (x.why == kServed && rc == MPI_SUCCESS) {
+    add_persistent(*request, fn, x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm);
   }
   return rc;
 }
