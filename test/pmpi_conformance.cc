@@ -89,10 +89,10 @@
 //                                         with new inputs, MPI_Startall mixed with MPI's own
 //                                         persistent requests, MPI_Start of an active one, one
 //                                         started after its communicator was freed
-//   pmpi_conformance --persistent-edges   only under the preload (MPICH 4.0.2 hangs or
-//                                         corrupts memory on its own): inactive persistent
-//                                         requests in every completion call, MPI_Testall, one
-//                                         freed while active
+//   pmpi_conformance --persistent-edges   only under the preload (MPICH 4.0.2 hangs, aborts
+//                                         or corrupts memory on its own): inactive persistent
+//                                         requests in every completion call, MPI_Testall,
+//                                         MPI_Cancel of an active one, one freed while active
 //   pmpi_conformance --large-count        the matrix and the pass-through cases through the
 //                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
 //                                         then MPI_Iallreduce_c with the completion calls above
@@ -970,9 +970,11 @@ void persistent_threads() {
 }
 
 // Only under the preload (MPICH 4.0.2's own persistent collective requests hang in MPI_Wait
-// when inactive, and corrupt memory when freed active): inactive persistent requests in every
-// completion call, which returns at once as for MPI_REQUEST_NULL; an active one freed, whose
-// operation goes on (its buffers are not touched until MPI_Finalize); then more operations.
+// when inactive, abort in MPI_Cancel when active, and corrupt memory when freed active):
+// inactive persistent requests in every completion call, which returns at once as for
+// MPI_REQUEST_NULL; MPI_Testall on an active one; MPI_Cancel of an active one; an active one
+// freed, whose operation goes on (its buffers are not touched until MPI_Finalize); then more
+// operations.
 void persistent_edges(MPI_Comm comm) {
   std::vector<int> in = input(comm, 10, 0), out(10);
   MPI_Request two[2];
@@ -1018,6 +1020,19 @@ void persistent_edges(MPI_Comm comm) {
   bool ok = MPI_Start(&two[0]) == MPI_SUCCESS;
   while (ok && !done) ok = MPI_Testall(2, two, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
   expect(ok && two[0] == kept[0] && is_sum(comm, out, 9), "persistent: MPI_Testall");
+  // MPI_Cancel of an active one (erroneous): MPI's error for a persistent collective request
+  // (plain MPICH aborts on its own), and the operation completes, not cancelled.
+  refill(in, comm, 11);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  ok = MPI_Start(&two[0]) == MPI_SUCCESS;
+  const int cancel_rc = MPI_Cancel(&two[0]);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Status cancel_st;
+  int cancelled = 1;
+  ok = ok && MPI_Wait(&two[0], &cancel_st) == MPI_SUCCESS;
+  MPI_Test_cancelled(&cancel_st, &cancelled);
+  expect(ok && cancel_rc != MPI_SUCCESS && !cancelled && is_sum(comm, out, 11),
+         "persistent: MPI_Cancel of an active one: MPI's error, the operation completes");
   static std::vector<int> freed;
   freed = input(comm, 30000, 5);
   MPI_Request active;

@@ -157,12 +157,12 @@ void forget_persistent(MPI_Request request);
 void persistent_comm_gone(collx_comm_t comm);
 // The requests a completion call (MPI_Wait, MPI_Testall, ...) gives MPI: `requests` itself, or
 // a copy in which each persistent request of ours that is active is replaced by its
-// operation's generalized request (made now if it has none), and (`inactive_as_null`) each inactive one that libcollx
-// runs by MPI_REQUEST_NULL, which MPI's completion calls treat as MPI treats an inactive
-// request (MPICH 4.0.2's MPI_Wait hangs on an inactive persistent collective request, and its
-// MPI_Request_get_status says it is not complete). When the Swap ends, the program's array
-// gets MPI's changes, but for the persistent requests, which stay; those whose operation MPI
-// completed are inactive again.
+// operation's generalized request (made now if it has none), and (`inactive_as_null`) each
+// inactive one that libcollx runs by MPI_REQUEST_NULL, which MPI's completion calls treat as
+// MPI treats an inactive request (MPICH 4.0.2's MPI_Wait hangs on an inactive persistent
+// collective request, and its MPI_Request_get_status says it is not complete). When the Swap
+// ends, the program's array gets MPI's changes, but for the persistent requests, which stay;
+// those whose operation MPI completed are inactive again.
 class Swap {
  public:
   Swap(int n, MPI_Request* requests, bool inactive_as_null = true)
