@@ -69,7 +69,8 @@
 //                                         allreduce on MPI_COMM_WORLD, then the request's wait;
 //                                         then MPI_Comm_free on rank 0 with an MPI_Ibarrier
 //                                         pending, which the others complete before theirs;
-//                                         then an erroneous MPI_Comm_free (a freed handle)
+//                                         then an erroneous MPI_Comm_free (a freed handle),
+//                                         and the allreduce functions on that handle
 //   pmpi_conformance --busy               only under the preload: MPI_THREAD_MULTIPLE, rank 0's
 //                                         second thread calls MPI_Allreduce, MPI_Iallreduce
 //                                         and their _c twins on a communicator while its first
@@ -1194,11 +1195,30 @@ void free_pending() {
   MPI_Comm_create_errhandler(count_errors, &counting);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, counting);
   const int rc = MPI_Comm_free(&stale);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-  MPI_Errhandler_free(&counting);
   expect(rc != MPI_SUCCESS && g_errors == 1 && g_error_class == MPI_ERR_COMM,
          "MPI_Comm_free of a freed handle: one MPI_ERR_COMM (" + std::to_string(g_errors) +
              " errors)");
+  // The same for the allreduce functions on the freed handle (a served type): one error each,
+  // the buffers untouched.
+  int a[2] = {1, 2}, b[2] = {7, 7};
+  MPI_Request r = MPI_REQUEST_NULL;
+  const char* const names[] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_init",
+                               "MPI_Allreduce_c"};
+  for (int f = 0; f < 4; ++f) {
+    g_errors = 0;
+    g_error_class = MPI_SUCCESS;
+    const int frc =
+        f == 0   ? MPI_Allreduce(a, b, 2, MPI_INT, MPI_SUM, stale)
+        : f == 1 ? MPI_Iallreduce(a, b, 2, MPI_INT, MPI_SUM, stale, &r)
+        : f == 2 ? MPI_Allreduce_init(a, b, 2, MPI_INT, MPI_SUM, stale, MPI_INFO_NULL, &r)
+                 : MPI_Allreduce_c(a, b, 2, MPI_INT, MPI_SUM, stale);
+    expect(frc != MPI_SUCCESS && g_errors == 1 && g_error_class == MPI_ERR_COMM && a[0] == 1 &&
+               a[1] == 2 && b[0] == 7 && b[1] == 7,
+           std::string(names[f]) + " on a freed handle: one MPI_ERR_COMM (" +
+               std::to_string(g_errors) + " errors)");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&counting);
 }
 
 // --busy: an erroneous program, rank 0's second thread reducing on a communicator while its

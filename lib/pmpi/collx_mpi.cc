@@ -144,14 +144,18 @@ void tally(std::atomic<long long>& c) {
 }
 
 // Whether a call is served, and if so as which libcollx type and op, with `*lanes` elements of
-// that type per MPI element (2 for complex types).
+// that type per MPI element (2 for complex types). An invalid communicator handle (a freed
+// one, say) is MPI's error, which MPI has already reported through its handler when asked
+// whether it is an intercommunicator: that error, in *comm_error, is the call's answer (passed
+// through, the handler would be called a second time).
 Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* d,
-                collx_op_t* o, size_t* lanes) {
+                collx_op_t* o, size_t* lanes, int* comm_error) {
   if (!g.enabled) return g.off_reason;
   int inter = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
-    return kIntercomm;  // (a null communicator gets MPI's own error)
-  }
+  if (comm == MPI_COMM_NULL) return kIntercomm;  // (MPI's own error follows)
+  *comm_error = PMPI_Comm_test_inter(comm, &inter);
+  if (*comm_error != MPI_SUCCESS) return kArgs;
+  if (inter) return kIntercomm;
   Kind kind = kSigned;
   if (!to_dtype(datatype, d, &kind)) return kDatatype;
   if (!to_op(op, kind, o)) return kOp;
@@ -164,6 +168,7 @@ Reason classify(MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, collx_dtype_t* 
 // `null_request`: a non-blocking call's request argument is null (MPI's error).
 struct Decision {
   Reason why = kNotReady;
+  int error = MPI_SUCCESS;  // not MPI_SUCCESS: the call's answer (MPI reported it already)
   collx_dtype_t dtype = COLLX_INT8;
   collx_op_t op = COLLX_SUM;
   size_t count = 0;               // libcollx elements
@@ -175,7 +180,7 @@ Decision decide(Fn fn, const void* sendbuf, const void* recvbuf, MPI_Count count
   ensure_started();
   Decision x;
   size_t lanes = 1;
-  x.why = classify(datatype, op, comm, &x.dtype, &x.op, &lanes);
+  x.why = classify(datatype, op, comm, &x.dtype, &x.op, &lanes, &x.error);
   if (x.why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || null_request)) x.why = kArgs;
   if (x.why == kServed && (x.comm = collx_for(comm)) == nullptr) x.why = kCommFailed;
   tally(g.counts[fn].calls[x.why]);
@@ -209,6 +214,7 @@ void print_counts(const char* fn, const long long* total) {
 int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
               MPI_Op op, MPI_Comm comm) {
   const Decision x = decide(fn, sendbuf, recvbuf, count, datatype, op, comm);
+  if (x.error != MPI_SUCCESS) return x.error;
   if (x.why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   const MpiProgress progress;
   if (collx_allreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm) == COLLX_SUCCESS) {
@@ -225,6 +231,7 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
                MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   const Decision x =
       decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
+  if (x.error != MPI_SUCCESS) return x.error;
   if (x.why != kServed) {
     return pmpi_iallreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request);
   }
@@ -247,6 +254,7 @@ int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Request* request) {
   const Decision x =
       decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
+  if (x.error != MPI_SUCCESS) return x.error;
   const int rc =
       fn == kAllreduceInitC
           ? PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
