@@ -3,7 +3,9 @@
 // run it plain (MPICH's own answers check the program) and with LD_PRELOAD=libcollx_mpi.so.
 //   pmpi_random SEED STEPS [--threads]
 // Each step is one of (the same on every rank, from SEED):
-//  - post an MPI_Iallreduce (or MPI_Iallreduce_c: each rank picks its own) on one of up to
+//  - post an MPI_Iallreduce (or MPI_Iallreduce_c: each rank picks its own; or, one in three,
+//    a persistent MPI_Allreduce_init or MPI_Allreduce_init_c, started at once by MPI_Start
+//    and freed once complete) on one of up to
 //    five live communicators: MPI_COMM_WORLD (or, with --threads, the thread's dup of it) and
 //    those created from any live one (below; splits have colors and reordered keys, so
 //    different groups run different collectives at once);
@@ -114,6 +116,7 @@ struct Case {
   const Type* t = nullptr;
   const Op* o = nullptr;
   bool complex = false;  // complex_of(t->type) instead of t, each element two of t
+  bool persistent = false;  // posted: through MPI_Allreduce_init and MPI_Start
   Passed passed = kNone;
   size_t count = 0;
   bool in_place = false;
@@ -270,6 +273,7 @@ class Run {
     c.complex = c.passed == kNone && c.o->op == MPI_SUM &&
                 complex_of(c.t->type) != MPI_DATATYPE_NULL && (any >> 3) % 3 == 0;
     c.in_place = shared_() % 2 == 1;
+    c.persistent = (any >> 7) % 3 == 0;  // (likewise)
     return c;
   }
 
@@ -293,6 +297,16 @@ class Run {
     const MPI_Op op = op_of(k.c);
     const MPI_Count n = static_cast<MPI_Count>(k.c.count);
     int rc = MPI_SUCCESS;
+    if (nonblocking && k.c.persistent) {
+      k.what = where() + "MPI_Allreduce_init" + (large ? "_c " : " ") + describe(k.c);
+      rc = large ? MPI_Allreduce_init_c(send, recv, n, type, op, comm, MPI_INFO_NULL, &k.req)
+                 : MPI_Allreduce_init(send, recv, static_cast<int>(n), type, op, comm,
+                                      MPI_INFO_NULL, &k.req);
+      if (rc == MPI_SUCCESS) rc = MPI_Start(&k.req);
+      expect(rc == MPI_SUCCESS, k.what + ": the init and start");
+      if (rc == MPI_SUCCESS) outstanding_.push_back(std::move(k));
+      return;
+    }
     if (nonblocking) {
       rc = large ? MPI_Iallreduce_c(send, recv, n, type, op, comm, &k.req)
                  : MPI_Iallreduce(send, recv, static_cast<int>(n), type, op, comm, &k.req);
@@ -366,14 +380,21 @@ class Run {
   }
 
   // Completes a random subset of this rank's outstanding operations (all of them with `all`),
-  // by one completion call drawn for this rank.
+  // by one completion call drawn for this rank. What completed is read from the call's outputs
+  // (a persistent request stays, inactive): its slot is then set to MPI_REQUEST_NULL here, so
+  // no inactive persistent request is passed again (MPICH 4.0.2 hangs on its own), and the
+  // persistent requests are freed at the end. MPI_Testall is not drawn while a persistent
+  // request is among them (MPICH's fails its own: MPI_ERR_IN_STATUS without an error).
   void complete(bool all) {
     std::vector<Call> now, kept;
     for (Call& k : outstanding_) (all || mine_() % 2 == 0 ? now : kept).push_back(std::move(k));
     outstanding_ = std::move(kept);
     if (now.empty()) return;
     std::shuffle(now.begin(), now.end(), mine_);
-    const unsigned how = mine_() % 9;
+    unsigned how = mine_() % 9;
+    const bool any_persistent =
+        std::any_of(now.begin(), now.end(), [](const Call& k) { return k.c.persistent; });
+    if (how == 5 && any_persistent) how = 2;
     static const char* const names[] = {"MPI_Wait",    "MPI_Test",    "MPI_Waitall",
                                         "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
                                         "MPI_Testany", "MPI_Testsome",
@@ -390,29 +411,57 @@ class Run {
     auto null = [](MPI_Request r) { return r == MPI_REQUEST_NULL; };
     auto done = [&] { return std::all_of(reqs.begin(), reqs.end(), null); };
     auto failed = [&] { return std::any_of(rcs.begin(), rcs.end(), [](int x) { return x != 0; }); };
+    auto ended = [&](int i) { rs[i] = MPI_REQUEST_NULL; };  // (a persistent one: inactive)
     const double deadline = MPI_Wtime() + 120;
     int flag = 0, outcount = 0, rc = MPI_SUCCESS;
     while (!done() && rc == MPI_SUCCESS && !failed() && MPI_Wtime() < deadline) {
       switch (how) {
         case 0:
-          for (int i = 0; i < n; ++i) rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+          for (int i = 0; i < n; ++i) {
+            if (null(rs[i])) continue;
+            rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+            ended(i);
+          }
           break;
         case 1:
           for (int i = 0; i < n; ++i) {
-            if (rs[i] != MPI_REQUEST_NULL) rcs[i] = MPI_Test(&rs[i], &flag, MPI_STATUS_IGNORE);
+            if (null(rs[i])) continue;
+            rcs[i] = MPI_Test(&rs[i], &flag, MPI_STATUS_IGNORE);
+            if (flag) ended(i);
           }
           break;
-        case 2: rc = MPI_Waitall(n, rs, st.data()); break;
-        case 3: rc = MPI_Waitany(n, rs, index.data(), MPI_STATUS_IGNORE); break;
-        case 4: rc = MPI_Waitsome(n, rs, &outcount, index.data(), st.data()); break;
-        case 5: rc = MPI_Testall(n, rs, &flag, st.data()); break;
-        case 6: rc = MPI_Testany(n, rs, index.data(), &flag, MPI_STATUS_IGNORE); break;
-        case 7: rc = MPI_Testsome(n, rs, &outcount, index.data(), st.data()); break;
+        case 2:
+          rc = MPI_Waitall(n, rs, st.data());
+          for (int i = 0; i < n; ++i) ended(i);
+          break;
+        case 3:
+          rc = MPI_Waitany(n, rs, index.data(), MPI_STATUS_IGNORE);
+          if (index[0] != MPI_UNDEFINED) ended(index[0]);
+          break;
+        case 4:
+          rc = MPI_Waitsome(n, rs, &outcount, index.data(), st.data());
+          for (int j = 0; outcount != MPI_UNDEFINED && j < outcount; ++j) ended(index[j]);
+          break;
+        case 5:
+          rc = MPI_Testall(n, rs, &flag, st.data());
+          for (int i = 0; flag && i < n; ++i) ended(i);
+          break;
+        case 6:
+          rc = MPI_Testany(n, rs, index.data(), &flag, MPI_STATUS_IGNORE);
+          if (flag && index[0] != MPI_UNDEFINED) ended(index[0]);
+          break;
+        case 7:
+          rc = MPI_Testsome(n, rs, &outcount, index.data(), st.data());
+          for (int j = 0; outcount != MPI_UNDEFINED && j < outcount; ++j) ended(index[j]);
+          break;
         default:
           for (int i = 0; i < n; ++i) {
-            if (rs[i] == MPI_REQUEST_NULL) continue;
+            if (null(rs[i])) continue;
             rcs[i] = MPI_Request_get_status(rs[i], &flag, MPI_STATUS_IGNORE);
-            if (rcs[i] == MPI_SUCCESS && flag) rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+            if (rcs[i] == MPI_SUCCESS && flag) {
+              rcs[i] = MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+              ended(i);
+            }
           }
           break;
       }
@@ -422,7 +471,13 @@ class Run {
                         std::to_string(rc) + ")");
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (int i = 0; i < n; ++i) check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
+    for (int i = 0; i < n; ++i) {
+      check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
+      if (now[i].c.persistent) {
+        expect(MPI_Request_free(&now[i].req) == MPI_SUCCESS && null(now[i].req),
+               now[i].what + ": MPI_Request_free");
+      }
+    }
   }
 
   const unsigned seed_;
