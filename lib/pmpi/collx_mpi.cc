@@ -255,6 +255,18 @@ int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
   const Decision x =
       decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
   if (x.error != MPI_SUCCESS) return x.error;
+  // A persistent request MPI runs cannot go through host copies (they would be made and
+  // copied back at every start and completion): device buffers are refused, rather than given
+  // to an MPI library that may not be CUDA-aware.
+  if (x.why != kServed && needs_host_copies(sendbuf, recvbuf, count)) {
+    std::fprintf(stderr,
+                 "libcollx_mpi: %s of device buffers with a type or op libcollx does not serve: "
+                 "not supported (MPI_ERR_BUFFER)\n",
+                 kFnNames[fn]);
+    if (request != nullptr) *request = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
+    return MPI_ERR_BUFFER;
+  }
   const int rc =
       fn == kAllreduceInitC
           ? PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)

@@ -67,6 +67,21 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 
 void set_host_copies(HostCopiesOf of) { g_of.store(of, std::memory_order_relaxed); }
 
+bool needs_host_copies(const void* sendbuf, const void* recvbuf, MPI_Count count) {
+  const HostCopiesOf of = g_of.load(std::memory_order_relaxed);
+  if (of == kNoBuffers || count <= 0 || mpi_rejects(sendbuf, recvbuf, count)) return false;
+  if (of == kAllBuffers) return true;
+  collx::MemoryQuery* q = collx::cuda_memory_query();
+  collx::MemRange r;
+  for (const void* p : {sendbuf, recvbuf}) {
+    if (q != nullptr && p != MPI_IN_PLACE && q->describe(p, &r) &&
+        r.kind == collx::MemKind::kDevice) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The MPI library's own MPI_Allreduce (fn kAllreduce) or MPI_Allreduce_c (kAllreduceC), on
 // host copies of device buffers.
 int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,

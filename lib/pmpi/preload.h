@@ -90,6 +90,9 @@ inline bool mpi_rejects(const void* sendbuf, const void* recvbuf, MPI_Count coun
          sendbuf == recvbuf;
 }
 void set_host_copies(HostCopiesOf of);
+// Whether a passed-through call on these buffers would go through host copies (one of them in
+// device memory, or COLLX_MPI_HOST_COPIES=1).
+bool needs_host_copies(const void* sendbuf, const void* recvbuf, MPI_Count count);
 extern std::atomic<long long> g_copied[kFnCount];
 int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);

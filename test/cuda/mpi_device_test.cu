@@ -8,7 +8,9 @@
 //   come back untouched, and on MPI_INT, through MPI_Allreduce and through MPI_Iallreduce
 //   (whose copies come back when it completes, in MPI_Wait, MPI_Waitall or MPI_Test);
 // - served MPI_Iallreduce on device buffers ended by MPI_Wait, MPI_Waitall and an MPI_Test
-//   loop, and one ended by MPI_Test on a thread that has never called CUDA.
+//   loop, and one ended by MPI_Test on a thread that has never called CUDA;
+// - persistent requests: served ones started several times (MPI_Start, MPI_Startall), and one
+//   with a user-defined op, which the preload refuses (MPI_ERR_BUFFER).
 // Every ranks' output buffer has guard bytes after it. With --host the buffers are malloc'd
 // (the same checks on a machine without a GPU, so that the test itself is tested in CI);
 // without it the program exits 77 (skipped) where there is no GPU. Ranks take the GPUs round
@@ -316,6 +318,67 @@ void nonblocking() {
   }
 }
 
+// Persistent requests on device buffers: a served one (MPI_Allreduce_init) started three
+// times with new inputs and ended by MPI_Wait, then with a second by MPI_Startall and
+// MPI_Waitall; one the preload would pass to MPI (a user-defined op) is refused with
+// MPI_ERR_BUFFER (MPI's persistent request cannot go through host copies), its buffers
+// untouched.
+void persistent() {
+  const size_t count = 70001;
+  const Buffers a(input(COLLX_FLOAT32, COLLX_SUM, count), false);
+  const Buffers b(input(COLLX_INT32, COLLX_SUM, 1000), true);
+  MPI_Request reqs[2];
+  expect(MPI_Allreduce_init(a.send, a.recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[0]) == MPI_SUCCESS &&
+             MPI_Allreduce_init(MPI_IN_PLACE, b.recv, 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                MPI_INFO_NULL, &reqs[1]) == MPI_SUCCESS,
+         "MPI_Allreduce_init on device buffers");
+  // New inputs before each start: the pattern's small integers times k + 1 (sums stay exact).
+  auto scaled = [&](std::vector<uint8_t> v, int k) {
+    for (size_t i = 0; i < count; ++i) {
+      float f = 0;
+      std::memcpy(&f, v.data() + 4 * i, 4);
+      f *= static_cast<float>(k + 1);
+      std::memcpy(v.data() + 4 * i, &f, 4);
+    }
+    return v;
+  };
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<uint8_t> in = scaled(input(COLLX_FLOAT32, COLLX_SUM, count), k);
+    upload(a.send, in.data(), in.size());
+    expect(MPI_Start(&reqs[0]) == MPI_SUCCESS &&
+               MPI_Wait(&reqs[0], MPI_STATUS_IGNORE) == MPI_SUCCESS,
+           "persistent start " + std::to_string(k));
+    check(a, scaled(expected(COLLX_FLOAT32, COLLX_SUM, count), k),
+          "persistent float32 sum, start " + std::to_string(k));
+  }
+  upload(a.send, input(COLLX_FLOAT32, COLLX_SUM, count).data(), count * 4);
+  expect(MPI_Startall(2, reqs) == MPI_SUCCESS &&
+             MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS,
+         "persistent: MPI_Startall and MPI_Waitall");
+  check(a, expected(COLLX_FLOAT32, COLLX_SUM, count), "persistent float32 sum by MPI_Startall");
+  check(b, expected(COLLX_INT32, COLLX_SUM, 1000), "persistent int32 sum in place");
+  MPI_Request_free(&reqs[0]);
+  MPI_Request_free(&reqs[1]);
+  MPI_Op isum;
+  MPI_Op_create(int_sum, 1, &isum);
+  const Buffers c(input(COLLX_INT32, COLLX_SUM, 100), false);
+  MPI_Request refused = MPI_REQUEST_NULL;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int rc = MPI_Allreduce_init(c.send, c.recv, 100, MPI_INT, isum, MPI_COMM_WORLD,
+                                    MPI_INFO_NULL, &refused);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  expect(cls == MPI_ERR_BUFFER && refused == MPI_REQUEST_NULL,
+         "persistent with a user-defined op on device buffers: MPI_ERR_BUFFER");
+  const std::vector<uint8_t> untouched = c.result();
+  bool poisoned = true;
+  for (uint8_t v : untouched) poisoned = poisoned && v == kPoison;
+  expect(poisoned, "persistent refused: recvbuf untouched");
+  MPI_Op_free(&isum);
+}
+
 // A served MPI_Iallreduce ended by MPI_Test on a thread that has never called CUDA (the
 // operation may run there).
 void tested_on_another_thread() {
@@ -358,6 +421,7 @@ int main(int argc, char** argv) {
   served_matrix();
   passed_through();
   nonblocking();
+  persistent();
   if (provided == MPI_THREAD_MULTIPLE) tested_on_another_thread();
   else if (g_rank == 0) std::printf("(no MPI_THREAD_MULTIPLE: the other thread's test not run)\n");
   int failed = 0;
