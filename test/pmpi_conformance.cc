@@ -886,10 +886,10 @@ void persistent_life(MPI_Comm comm) {
   for (int k = 0; k < 12; ++k) {
     refill(in, comm, k);
     refill(big, comm, k + 100);
-    ok = ok && MPI_Start(&small_req) == MPI_SUCCESS && complete(small_req, comm, true) == MPI_SUCCESS &&
-         is_sum(comm, out, k);
-    ok = ok && MPI_Start(&big_req) == MPI_SUCCESS && complete(big_req, comm, true) == MPI_SUCCESS &&
-         is_sum(comm, big, k + 100);
+    ok = ok && MPI_Start(&small_req) == MPI_SUCCESS &&
+         complete(small_req, comm, true) == MPI_SUCCESS && is_sum(comm, out, k);
+    ok = ok && MPI_Start(&big_req) == MPI_SUCCESS &&
+         complete(big_req, comm, true) == MPI_SUCCESS && is_sum(comm, big, k + 100);
   }
   expect(ok && small_req == small_kept && big_req == big_kept,
          "persistent: 12 starts each with new inputs, every completion call");
