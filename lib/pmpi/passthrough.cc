@@ -36,6 +36,16 @@ collx::Status host_copy(void* dst, const void* src, size_t bytes, int) {
   return collx::Status();
 }
 
+// What decides which buffers go through host copies: those it calls device memory (none
+// without one: libcollx not started).
+collx::MemoryQuery* copies_query() {
+  static EveryBufferCopied every_buffer;
+  const HostCopiesOf of = g_of.load(std::memory_order_relaxed);
+  return of == kNoBuffers    ? nullptr
+         : of == kAllBuffers ? &every_buffer
+                             : collx::cuda_memory_query();
+}
+
 // A call libcollx does not serve goes to the MPI library, which may not be CUDA-aware: device
 // buffers go through host copies of the datatype's extent (the bytes between its true lower
 // bound and its true upper bound over `count` elements), made here in *h. A datatype laid out
@@ -43,11 +53,7 @@ collx::Status host_copy(void* dst, const void* src, size_t bytes, int) {
 // goes through the communicator's error handler. Buffers MPI rejects are not copied.
 int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
             MPI_Comm comm, collx::HostCopies* h) {
-  static EveryBufferCopied every_buffer;
-  const HostCopiesOf of = g_of.load(std::memory_order_relaxed);
-  collx::MemoryQuery* q = of == kNoBuffers    ? nullptr
-                          : of == kAllBuffers ? &every_buffer
-                                              : collx::cuda_memory_query();
+  collx::MemoryQuery* q = copies_query();
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   collx::Extent e;
   if (q != nullptr && count > 0 && !mpi_rejects(sendbuf, recvbuf, count) &&
@@ -57,7 +63,8 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
     e = {true_lb, static_cast<size_t>(true_extent) +
                       static_cast<size_t>(count - 1) * static_cast<size_t>(extent)};
   }
-  const collx::Status st = h->copy_in(q, of == kAllBuffers ? host_copy : collx::cuda_copy,
+  const bool all = g_of.load(std::memory_order_relaxed) == kAllBuffers;
+  const collx::Status st = h->copy_in(q, all ? host_copy : collx::cuda_copy,
                                       sendbuf, recvbuf, MPI_IN_PLACE, e);
   if (h->any()) g_copied[fn].fetch_add(1, std::memory_order_relaxed);
   return st.ok() ? MPI_SUCCESS : copy_failed(fn, st.message().c_str(), comm);
@@ -68,18 +75,11 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 void set_host_copies(HostCopiesOf of) { g_of.store(of, std::memory_order_relaxed); }
 
 bool needs_host_copies(const void* sendbuf, const void* recvbuf, MPI_Count count) {
-  const HostCopiesOf of = g_of.load(std::memory_order_relaxed);
-  if (of == kNoBuffers || count <= 0 || mpi_rejects(sendbuf, recvbuf, count)) return false;
-  if (of == kAllBuffers) return true;
-  collx::MemoryQuery* q = collx::cuda_memory_query();
-  collx::MemRange r;
-  for (const void* p : {sendbuf, recvbuf}) {
-    if (q != nullptr && p != MPI_IN_PLACE && q->describe(p, &r) &&
-        r.kind == collx::MemKind::kDevice) {
-      return true;
-    }
-  }
-  return false;
+  collx::MemoryQuery* q = copies_query();
+  if (q == nullptr || count <= 0 || mpi_rejects(sendbuf, recvbuf, count)) return false;
+  int device = -1;
+  return (sendbuf != MPI_IN_PLACE && collx::device_memory(q, sendbuf, &device)) ||
+         collx::device_memory(q, recvbuf, &device);
 }
 
 // The MPI library's own MPI_Allreduce (fn kAllreduce) or MPI_Allreduce_c (kAllreduceC), on

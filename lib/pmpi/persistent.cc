@@ -204,7 +204,7 @@ void Swap::swap_in(bool inactive_as_null) {
 void Swap::swap_back() {
   size_t next = 0;
   for (int i = 0; i < n_; ++i) {
-    if (next < t_ours.size() && t_ours[static_cast<size_t>(next)] == i) {
+    if (next < t_ours.size() && t_ours[next] == i) {
       ++next;
       // The persistent request stays in the program's array; inactive once MPI completed its
       // generalized request.
