@@ -30,9 +30,9 @@
 // types.cc.
 //
 // MPI_Allreduce_init: a served call is MPI's own persistent request, which MPI_Start and
-// MPI_Startall run through libcollx; MPI_Wait and MPI_Test complete it directly, and the other
-// completion calls (intercepted for this) see a generalized request in its place
-// (persistent.cc).
+// MPI_Startall run through libcollx; MPI_Wait, MPI_Test and MPI_Waitall (on an array of ours)
+// complete it directly, and the other completion calls (intercepted for this) see a
+// generalized request in its place (persistent.cc).
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well (comms.cc: their
 // creation from several threads at once).
@@ -433,8 +433,9 @@ __attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request
   return PMPI_Request_free(request);
 }
 
-// MPI_Wait and MPI_Test complete a persistent request of ours directly; the other completion
-// calls see an active one as its operation's generalized request (Swap). MPICH's MPI_Wait only
+// MPI_Wait and MPI_Test complete a persistent request of ours directly, and so does MPI_Waitall
+// an array of ours only (MPI_Startall's batch); the other completion calls see an active one as
+// its operation's generalized request (Swap). MPICH's MPI_Wait only
 // polls a generalized request; collx_wait runs the operation on this thread if no thread has
 // started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
@@ -455,6 +456,8 @@ __attribute__((visibility("default"))) int MPI_Test(MPI_Request* request, int* f
 
 __attribute__((visibility("default"))) int MPI_Waitall(int count, MPI_Request requests[],
                                                        MPI_Status statuses[]) {
+  int rc = MPI_SUCCESS;
+  if (waitall_persistent(count, requests, statuses, &rc)) return rc;
   const Swap swap(count, requests);
   return PMPI_Waitall(count, swap.requests(), statuses);
 }

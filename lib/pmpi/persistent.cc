@@ -2,7 +2,8 @@
 // A served one is MPI's own persistent request, from PMPI_Allreduce_init, plus what libcollx
 // needs to run it. MPI_Start starts a collx_iallreduce. MPI_Wait and MPI_Test on that request
 // alone complete it directly (collx_wait, collx_test), as a program's loop of MPI_Start and
-// MPI_Wait does, with nothing of MPI's in between. Every other use of a started request (the
+// MPI_Wait does, with nothing of MPI's in between; so does MPI_Waitall on an array of such
+// requests (and MPI_REQUEST_NULL) only, as after MPI_Startall. Every other use of a started request (the
 // completion calls over arrays, MPI_Request_get_status, MPI_Request_free) first puts its
 // operation behind a generalized request (requests.cc), which those calls are given in its
 // place while it is active (Swap). MPICH has no persistent generalized request, hence the
@@ -123,19 +124,47 @@ int start_persistent(MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// Whether MPI_Wait, MPI_Test and MPI_Waitall may complete p directly: started by libcollx and
+// not behind a generalized request, or inactive and libcollx's to start (then as
+// MPI_REQUEST_NULL). Otherwise MPI's call completes it (through a Swap).
+bool direct(const Persistent* p, collx_comm_t comm) {
+  return p->behind == MPI_REQUEST_NULL && (p->running != nullptr || comm != nullptr);
+}
+
+// p's operation ended with `st`: inactive again, *status set, the ending counted as `how`; a
+// failure is said on stderr and is MPI_ERR_OTHER.
+int finish(Persistent* p, collx_status_t st, Ending how, MPI_Status* status) {
+  p->running = nullptr;
+  g_endings[how].fetch_add(1, std::memory_order_relaxed);
+  set_operation_status(status);
+  if (st == COLLX_SUCCESS) return MPI_SUCCESS;
+  report_failure(p->fn);
+  return MPI_ERR_OTHER;
+}
+
+void set_empty_status(MPI_Status* status) {  // (of MPI_REQUEST_NULL, as MPI gives it)
+  MPI_Request none = MPI_REQUEST_NULL;
+  PMPI_Wait(&none, status);
+}
+
+// MPI_Waitall's requests of ours (null for MPI_REQUEST_NULL), and what each ended with.
+thread_local std::vector<Persistent*> t_waited;
+thread_local std::vector<int> t_errors;
+
+}  // namespace
+
 bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status* status,
                          int* rc) {
   if (request == nullptr || !any_persistent()) return false;
   collx_comm_t comm = nullptr;
   Persistent* p = find(*request, &comm);
-  if (p == nullptr || p->behind != MPI_REQUEST_NULL || (p->running == nullptr && comm == nullptr)) {
-    return false;  // (MPI's own, or behind a generalized request: MPI's call)
-  }
+  if (p == nullptr || !direct(p, comm)) return false;
   *rc = MPI_SUCCESS;
   if (flag != nullptr) *flag = 1;
   if (p->running == nullptr) {  // inactive: as MPI_REQUEST_NULL
-    MPI_Request none = MPI_REQUEST_NULL;
-    PMPI_Wait(&none, status);  // (the empty status)
+    set_empty_status(status);
     return true;
   }
   collx_status_t st = COLLX_SUCCESS;
@@ -148,13 +177,46 @@ bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status*
       return true;
     }
   }
-  p->running = nullptr;
-  g_endings[wait ? kByWait : kByPoll].fetch_add(1, std::memory_order_relaxed);
-  set_operation_status(status);
-  if (st != COLLX_SUCCESS) {
-    report_failure(p->fn);
-    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER);  // (as for a generalized request)
-    *rc = MPI_ERR_OTHER;
+  *rc = finish(p, st, wait ? kByWait : kByPoll, status);
+  // (as for a generalized request)
+  if (*rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(MPI_COMM_WORLD, *rc);
+  return true;
+}
+
+bool waitall_persistent(int count, MPI_Request requests[], MPI_Status statuses[], int* rc) {
+  if (count <= 0 || requests == nullptr || !any_persistent()) return false;
+  t_waited.assign(static_cast<size_t>(count), nullptr);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (size_t i = 0; i < t_waited.size(); ++i) {
+      if (requests[i] == MPI_REQUEST_NULL) continue;
+      const auto it = g_persistent.find(requests[i]);
+      if (it == g_persistent.end() || !direct(&it->second, it->second.comm)) return false;
+      t_waited[i] = &it->second;
+    }
+  }
+  t_errors.assign(t_waited.size(), MPI_SUCCESS);
+  bool failed = false;
+  {
+    const MpiProgress progress;
+    for (size_t i = 0; i < t_waited.size(); ++i) {
+      Persistent* p = t_waited[i];
+      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+      if (p == nullptr || p->running == nullptr) {  // MPI_REQUEST_NULL, or inactive
+        set_empty_status(status);
+        continue;
+      }
+      t_errors[i] = finish(p, collx_wait(&p->running), kByWaitFn, status);
+      failed = failed || t_errors[i] != MPI_SUCCESS;
+    }
+  }
+  *rc = MPI_SUCCESS;
+  if (failed) {  // as MPI_Waitall reports errors: each request's in its status
+    if (statuses != MPI_STATUSES_IGNORE) {
+      for (size_t i = 0; i < t_errors.size(); ++i) statuses[i].MPI_ERROR = t_errors[i];
+    }
+    *rc = MPI_ERR_IN_STATUS;
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, *rc);
   }
   return true;
 }

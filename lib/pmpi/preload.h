@@ -152,6 +152,11 @@ int start_persistent(MPI_Request* request);
 // False for any other request, which goes to MPI (through a Swap).
 bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status* status,
                          int* rc);
+// MPI_Waitall: true if every request in the array is MPI_REQUEST_NULL or one of ours that
+// complete_persistent would complete; then each is waited for in the array's order, with
+// *statuses and *rc set as MPI_Waitall sets them. False otherwise, before anything is waited
+// for (MPI's call then completes them, through a Swap).
+bool waitall_persistent(int count, MPI_Request requests[], MPI_Status statuses[], int* rc);
 // MPI_Request_free's part before MPI frees `request`: one of ours is forgotten, and its
 // active operation, if any, goes on as that of a freed MPI_Iallreduce request.
 void forget_persistent(MPI_Request request);
