@@ -4,8 +4,10 @@
 //   pmpi_random SEED STEPS [--threads]
 // Each step is one of (the same on every rank, from SEED):
 //  - post an MPI_Iallreduce (or MPI_Iallreduce_c: each rank picks its own; or, one in three,
-//    a persistent MPI_Allreduce_init or MPI_Allreduce_init_c, started at once by MPI_Start
-//    and freed once complete) on one of up to
+//    a persistent MPI_Allreduce_init or MPI_Allreduce_init_c, started at once by MPI_Start;
+//    or, one in six, MPI_Start again of one of the last four persistent requests made, on
+//    every rank that holds it, after MPI_Wait where it is still active there, its buffers
+//    refilled in place; each is freed when a fifth is made, or at the end) on one of up to
 //    five live communicators: MPI_COMM_WORLD (or, with --threads, the thread's dup of it) and
 //    those created from any live one (below; splits have colors and reordered keys, so
 //    different groups run different collectives at once);
@@ -117,6 +119,8 @@ struct Case {
   const Op* o = nullptr;
   bool complex = false;  // complex_of(t->type) instead of t, each element two of t
   bool persistent = false;  // posted: through MPI_Allreduce_init and MPI_Start
+  bool again = false;       // persistent: instead, MPI_Start of an earlier one (pick: which)
+  unsigned pick = 0;
   Passed passed = kNone;
   size_t count = 0;
   bool in_place = false;
@@ -201,6 +205,7 @@ struct Call {
   std::vector<uint8_t> in, out;
   MPI_Request req = MPI_REQUEST_NULL;
   std::string what;
+  int slot = -1;  // a persistent request's (Run::slots_)
 };
 
 void prepare(Call& k, MPI_Comm comm, std::mt19937& mine) {
@@ -245,6 +250,7 @@ class Run {
   // Completes everything; frees what this run created, or leaves it to MPI_Finalize.
   void end() {
     complete(true);
+    for (size_t s = 0; s < kSlots; ++s) retire(s);
     const bool leave = shared_() % 2 == 0;
     for (size_t i = 1; i < comms_.size() && !leave; ++i) {
       if (comms_[i] != MPI_COMM_NULL) MPI_Comm_free(&comms_[i]);
@@ -274,6 +280,8 @@ class Run {
                 complex_of(c.t->type) != MPI_DATATYPE_NULL && (any >> 3) % 3 == 0;
     c.in_place = shared_() % 2 == 1;
     c.persistent = (any >> 7) % 3 == 0;  // (likewise)
+    c.again = c.persistent && (any >> 9) % 2 == 0;
+    c.pick = any >> 10;
     return c;
   }
 
@@ -285,6 +293,10 @@ class Run {
     Call k;
     k.c = draw();
     MPI_Comm comm = pick();
+    if (nonblocking && k.c.persistent && k.c.again && made_ > 0) {
+      return start_again(k.c.pick % std::min(made_, kSlots));
+    }
+    if (nonblocking && k.c.persistent) retire(made_++ % kSlots);  // (its slot, next)
     if (comm == MPI_COMM_NULL) return;  // (not a member of that group)
     prepare(k, comm, mine_);
     const bool large = mine_() % 2 == 1;
@@ -304,7 +316,10 @@ class Run {
                                       MPI_INFO_NULL, &k.req);
       if (rc == MPI_SUCCESS) rc = MPI_Start(&k.req);
       expect(rc == MPI_SUCCESS, k.what + ": the init and start");
-      if (rc == MPI_SUCCESS) outstanding_.push_back(std::move(k));
+      if (rc != MPI_SUCCESS) return;
+      k.slot = static_cast<int>((made_ - 1) % kSlots);
+      held_[k.slot] = kActive;
+      outstanding_.push_back(std::move(k));
       return;
     }
     if (nonblocking) {
@@ -473,11 +488,63 @@ class Run {
     }
     for (int i = 0; i < n; ++i) {
       check(now[i], rc == MPI_SUCCESS ? rcs[i] : rc);
-      if (now[i].c.persistent) {
-        expect(MPI_Request_free(&now[i].req) == MPI_SUCCESS && null(now[i].req),
-               now[i].what + ": MPI_Request_free");
-      }
+      if (now[i].c.persistent) park(std::move(now[i]));
     }
+  }
+
+  // The persistent requests: the last kSlots made, slot by slot in the order made, the same
+  // slot on every rank (empty on a rank that is not a member of its communicator, or once
+  // freed). Each is active (its call in outstanding_) or inactive (in slots_).
+  static constexpr size_t kSlots = 4;
+  enum Held { kEmpty, kActive, kInactive };
+
+  void park(Call k) {  // a persistent request's call, completed
+    const auto s = static_cast<size_t>(k.slot);
+    slots_[s] = std::move(k);
+    held_[s] = kInactive;
+  }
+
+  // Slot s's request inactive on this rank, if it holds one (MPI_Wait if active).
+  void settle(size_t s) {
+    if (held_[s] != kActive) return;
+    const auto it = std::find_if(outstanding_.begin(), outstanding_.end(),
+                                 [&](const Call& k) { return k.slot == static_cast<int>(s); });
+    Call k = std::move(*it);
+    outstanding_.erase(it);
+    k.what += ", completed by MPI_Wait before its next start or its free";
+    check(k, MPI_Wait(&k.req, MPI_STATUS_IGNORE));
+    park(std::move(k));
+  }
+
+  // Slot s emptied: its request, if this rank holds one, completed and freed.
+  void retire(size_t s) {
+    settle(s);
+    if (held_[s] != kInactive) return;
+    Call& k = slots_[s];
+    expect(MPI_Request_free(&k.req) == MPI_SUCCESS && k.req == MPI_REQUEST_NULL,
+           k.what + ": MPI_Request_free");
+    k = Call();
+    held_[s] = kEmpty;
+  }
+
+  // MPI_Start again of slot s's request (its communicator may have been freed since, which
+  // MPI allows), on each rank that holds it, with its input and output refilled in place.
+  void start_again(size_t s) {
+    settle(s);
+    if (held_[s] != kInactive) return;
+    Call k = std::move(slots_[s]);
+    held_[s] = kEmpty;
+    k.what = where() + "MPI_Start again of " + describe(k.c);
+    if (k.c.in_place) {
+      std::copy(k.in.begin(), k.in.end(), k.out.begin());
+    } else {
+      std::fill(k.out.begin(), k.out.end(), kGuard);
+    }
+    const int rc = MPI_Start(&k.req);
+    expect(rc == MPI_SUCCESS, k.what);
+    if (rc != MPI_SUCCESS) return park(std::move(k));
+    held_[s] = kActive;
+    outstanding_.push_back(std::move(k));
   }
 
   const unsigned seed_;
@@ -486,6 +553,9 @@ class Run {
   int step_ = 0;
   std::vector<MPI_Comm> comms_;
   std::vector<Call> outstanding_;
+  Call slots_[kSlots];
+  Held held_[kSlots] = {kEmpty, kEmpty, kEmpty, kEmpty};
+  size_t made_ = 0;  // persistent requests made so far (on any rank)
 };
 
 void run(unsigned seed, int steps, MPI_Comm base, const char* label) {
