@@ -93,7 +93,9 @@
 //   pmpi_conformance --persistent-edges   only under the preload (MPICH 4.0.2 hangs, aborts
 //                                         or corrupts memory on its own): inactive persistent
 //                                         requests in every completion call, MPI_Testall,
-//                                         MPI_Cancel of an active one, one freed while active
+//                                         MPI_Cancel of an active one, one freed while active;
+//                                         with COLLX_MPI_HOST_COPIES=1 the same again with
+//                                         user-defined ops (MPI's requests on host copies)
 //   pmpi_conformance --large-count        the matrix and the pass-through cases through the
 //                                         large-count functions (MPI 4.0): MPI_Allreduce_c,
 //                                         then MPI_Iallreduce_c with the completion calls above
@@ -480,6 +482,11 @@ void matrix(MPI_Comm comm, bool big) {
 
 void user_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) static_cast<int*>(inout)[i] += static_cast<int*>(in)[i];
+}
+void user_max(void* in, void* inout, int* len, MPI_Datatype*) {
+  for (int i = 0; i < *len; ++i) {
+    static_cast<int*>(inout)[i] = std::max(static_cast<int*>(inout)[i], static_cast<int*>(in)[i]);
+  }
 }
 
 // Cases the interposer must hand to MPI unchanged; MPI's answers are known exactly.
@@ -1018,12 +1025,13 @@ void persistent_threads() {
 // inactive persistent requests in every completion call, which returns at once as for
 // MPI_REQUEST_NULL; MPI_Testall on an active one; MPI_Cancel of an active one; an active one
 // freed, whose operation goes on (its buffers are not touched until MPI_Finalize); then more
-// operations.
-void persistent_edges(MPI_Comm comm) {
+// operations. With `sum` and `max` (MPI_SUM and MPI_MAX: served; user-defined ops under
+// COLLX_MPI_HOST_COPIES=1: MPI's own requests on host copies, which the preload completes).
+void persistent_edges(MPI_Comm comm, MPI_Op sum, MPI_Op max) {
   std::vector<int> in = input(comm, 10, 0), out(10), other = input(comm, 10, 0);
   MPI_Request two[2];
-  MPI_Allreduce_init(in.data(), out.data(), 10, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &two[0]);
-  MPI_Allreduce_init(MPI_IN_PLACE, other.data(), 10, MPI_INT, MPI_MAX, comm, MPI_INFO_NULL,
+  MPI_Allreduce_init(in.data(), out.data(), 10, MPI_INT, sum, comm, MPI_INFO_NULL, &two[0]);
+  MPI_Allreduce_init(MPI_IN_PLACE, other.data(), 10, MPI_INT, max, comm, MPI_INFO_NULL,
                      &two[1]);
   const MPI_Request kept[2] = {two[0], two[1]};
   for (int started = 0; started < 2; ++started) {  // never started, then completed once
@@ -1078,10 +1086,11 @@ void persistent_edges(MPI_Comm comm) {
   MPI_Test_cancelled(&cancel_st, &cancelled);
   expect(ok && cancel_rc != MPI_SUCCESS && !cancelled && is_sum(comm, out, 11),
          "persistent: MPI_Cancel of an active one: MPI's error, the operation completes");
-  static std::vector<int> freed;
-  freed = input(comm, 30000, 5);
+  static std::vector<int> freed[2];  // (one per call: a served one may still run)
+  std::vector<int>& mine = freed[sum == MPI_SUM ? 0 : 1];
+  mine = input(comm, 30000, 5);
   MPI_Request active;
-  MPI_Allreduce_init(MPI_IN_PLACE, freed.data(), 30000, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL,
+  MPI_Allreduce_init(MPI_IN_PLACE, mine.data(), 30000, MPI_INT, sum, comm, MPI_INFO_NULL,
                      &active);
   MPI_Start(&active);
   MPI_Request_free(&active);
@@ -1478,7 +1487,16 @@ int main(int argc, char** argv) {
     persistent_life(split);
     MPI_Comm_free(&split);
   } else if (mode == "--persistent-edges") {
-    persistent_edges(MPI_COMM_WORLD);
+    persistent_edges(MPI_COMM_WORLD, MPI_SUM, MPI_MAX);
+    const char* copies = std::getenv("COLLX_MPI_HOST_COPIES");
+    if (copies != nullptr && std::strcmp(copies, "1") == 0) {
+      MPI_Op sum, max;
+      MPI_Op_create(user_sum, 1, &sum);
+      MPI_Op_create(user_max, 1, &max);
+      persistent_edges(MPI_COMM_WORLD, sum, max);
+      MPI_Op_free(&sum);
+      MPI_Op_free(&max);
+    }
   } else if (mode == "--nonblocking") {
     g_nonblocking = true;
     MPI_Comm split;

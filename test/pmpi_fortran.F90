@@ -7,7 +7,9 @@
 ! MPI_INTEGER8, MPI_Iallreduce with
 ! MPI_Wait (and under mpi_f08 MPI_Wait with a status and no ierror), with
 ! MPI_Request_get_status then MPI_Wait, and with MPI_Waitall,
-! a persistent allreduce (MPI_Allreduce_init, MPI_Start, MPI_Wait, MPI_Request_free),
+! a persistent allreduce (MPI_Allreduce_init, MPI_Start, MPI_Wait, MPI_Request_free), served
+! and passed through (MPI_LOGICAL, MPI_LAND: under COLLX_MPI_HOST_COPIES=1 `use mpi`'s goes
+! through host copies, mpi_f08's is refused),
 ! MPI_Comm_free with a request of MPI's own pending, and MPI_LOGICAL with MPI_LAND (which must
 ! pass through). Prints "N passed, N failed" on rank 0;
 ! exit status 1 on any failure.
@@ -30,7 +32,12 @@ program pmpi_fortran
   double precision :: ds(n), dv(n)
   integer(kind=8) :: ls(n), lv(n)
   double complex :: zv(n)
-  logical :: flag, all_flag, l_in, l_out
+  logical :: flag, all_flag, l_in, l_out, refused
+  ! (written by MPI_Wait, which the compiler does not see take them)
+  logical, volatile :: lp(2), lp_all(2)
+  character(len=8) :: copies_env
+  character(len=512) :: preload_env
+  integer :: cls, ierr2
   double precision :: t0
 
   call MPI_Init(ierr)
@@ -162,6 +169,40 @@ program pmpi_fortran
   call MPI_Request_free(preq, ierr)
   call check(flag .and. ierr == MPI_SUCCESS .and. preq == MPI_REQUEST_NULL, &
              'persistent MPI_INTEGER sum: three starts')
+
+  ! A persistent allreduce the preload passes to MPI (MPI_LOGICAL, MPI_LAND), three starts.
+  ! Under the preload with COLLX_MPI_HOST_COPIES=1 (every buffer taken for device memory)
+  ! `use mpi`'s runs on host copies made again at each start; mpi_f08's is refused
+  ! (MPI_ERR_BUFFER): its MPI_Start, PMPI_Start itself, would not make them.
+  call get_environment_variable('COLLX_MPI_HOST_COPIES', copies_env)
+  call get_environment_variable('LD_PRELOAD', preload_env)
+  refused = .false.
+#ifdef USE_MPI_F08
+  refused = copies_env == '1' .and. len_trim(preload_env) > 0
+#endif
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  call MPI_Allreduce_init(lp, lp_all, 2, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, MPI_INFO_NULL, &
+                          preq, ierr)
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr2)
+  if (refused) then
+    cls = MPI_SUCCESS
+    if (ierr /= MPI_SUCCESS) call MPI_Error_class(ierr, cls, ierr2)
+    call check(cls == MPI_ERR_BUFFER .and. preq == MPI_REQUEST_NULL, &
+               'persistent MPI_LOGICAL land on "device" buffers from mpi_f08: MPI_ERR_BUFFER')
+  else
+    flag = ierr == MPI_SUCCESS
+    do k = 1, 3
+      lp = [k == 2 .or. rank /= 0, .true.]
+      lp_all = [k /= 2, .false.]
+      call MPI_Start(preq, ierr)
+      flag = flag .and. ierr == MPI_SUCCESS
+      call MPI_Wait(preq, MPI_STATUS_IGNORE, ierr)
+      flag = flag .and. ierr == MPI_SUCCESS .and. (lp_all(1) .eqv. (k == 2)) .and. lp_all(2)
+    end do
+    call MPI_Request_free(preq, ierr)
+    call check(flag .and. ierr == MPI_SUCCESS .and. preq == MPI_REQUEST_NULL, &
+               'persistent MPI_LOGICAL land (passed through): three starts')
+  end if
 
   ! MPI_Comm_free with a request of MPI's own (MPI_LAND, passed through) still pending on it on
   ! the ranks but 0, where MPICH then defers the communicator's attribute callbacks: the

@@ -52,10 +52,6 @@ using namespace collx::test;
 namespace {
 
 int g_rank = 0;
-// Under the preload with COLLX_MPI_HOST_COPIES=1 (every buffer taken for device memory), a
-// persistent request the preload passes to MPI is refused with MPI_ERR_BUFFER (RELIABILITY.md):
-// the program then checks that refusal instead.
-bool g_persistent_passed_refused = false;
 std::atomic<int> g_passed{0}, g_failed{0};
 
 void expect(bool ok, const std::string& what) {
@@ -315,23 +311,9 @@ class Run {
     int rc = MPI_SUCCESS;
     if (nonblocking && k.c.persistent) {
       k.what = where() + "MPI_Allreduce_init" + (large ? "_c " : " ") + describe(k.c);
-      const bool refused = g_persistent_passed_refused && k.c.passed != kNone;
-      MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
-      if (refused) {
-        MPI_Comm_get_errhandler(comm, &handler);
-        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-      }
       rc = large ? MPI_Allreduce_init_c(send, recv, n, type, op, comm, MPI_INFO_NULL, &k.req)
                  : MPI_Allreduce_init(send, recv, static_cast<int>(n), type, op, comm,
                                       MPI_INFO_NULL, &k.req);
-      if (refused) {
-        MPI_Comm_set_errhandler(comm, handler);
-        MPI_Errhandler_free(&handler);
-        int cls = MPI_SUCCESS;
-        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-        expect(cls == MPI_ERR_BUFFER && k.req == MPI_REQUEST_NULL, k.what + ": refused");
-        return;
-      }
       if (rc == MPI_SUCCESS) rc = MPI_Start(&k.req);
       expect(rc == MPI_SUCCESS, k.what + ": the init and start");
       if (rc != MPI_SUCCESS) return;
@@ -596,9 +578,6 @@ int main(int argc, char** argv) {
   if (threads) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   else MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  const char* copies = std::getenv("COLLX_MPI_HOST_COPIES");
-  g_persistent_passed_refused = std::getenv("LD_PRELOAD") != nullptr && copies != nullptr &&
-                                std::strcmp(copies, "1") == 0;
   MPI_Op_create(user_sum, 1, &g_user_sum);
   if (!threads) {
     run(seed, steps, MPI_COMM_WORLD, "");

@@ -348,6 +348,22 @@ TEST_CASE("host copies of device buffers for a host-only callee (the preload's p
     CHECK(copies == 3);
     CHECK(h.any());
   }
+  SECTION("copied in again (a persistent request's next start): the same host copies, fresh") {
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e).ok());
+    const void* first_send = h.send();
+    void* first_recv = h.recv();
+    callee(h.send(), h.recv());
+    REQUIRE(h.copy_back().ok());
+    for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<uint8_t>(100 + i);
+    REQUIRE(h.copy_in(&devs, copy, send.data(), recv.data(), in_place, e).ok());
+    CHECK(h.send() == first_send);  // the addresses MPI's persistent request was made on
+    CHECK(h.recv() == first_recv);
+    callee(h.send(), h.recv());
+    REQUIRE(h.copy_back().ok());  // copied back again: once per copy_in
+    CHECK(copies == 6);
+    CHECK(recv[8] == 109);
+    CHECK(recv[7] == 0xee);
+  }
   SECTION("in place: the marker is passed through, recv staged") {
     for (size_t i = 0; i < recv.size(); ++i) recv[i] = static_cast<uint8_t>(2 * i);
     REQUIRE(h.copy_in(&devs, copy, in_place, recv.data(), in_place, e).ok());

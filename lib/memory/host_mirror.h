@@ -37,7 +37,9 @@ class HostCopies {
   // Makes the copies: send's extent if it is device memory (not `in_place`, a marker value
   // passed through unchanged: MPI_IN_PLACE), and recv's, so that bytes of its extent the
   // callee does not write come back as they were. An empty extent copies nothing. On failure
-  // send() and recv() are the buffers as they are, and nothing is copied back.
+  // send() and recv() are the buffers as they are, and nothing is copied back. Called again
+  // with the same buffers and extent, it copies them again into the same host copies (a
+  // persistent request's callee keeps their addresses), and copy_back is due once more.
   Status copy_in(MemoryQuery* q, const SyncCopy& copy, const void* send, void* recv,
                  const void* in_place, Extent e);
   // Whether a buffer was replaced by a host copy.

@@ -32,7 +32,10 @@
 // MPI_Allreduce_init: a served call is MPI's own persistent request, which MPI_Start and
 // MPI_Startall run through libcollx; MPI_Wait, MPI_Test and MPI_Waitall (on an array of ours)
 // complete it directly, and the other completion calls (intercepted for this) see a
-// generalized request in its place (persistent.cc).
+// generalized request in its place (persistent.cc). A passed-through one on device buffers is
+// MPI's persistent request made on host copies, which MPI_Start makes again and its
+// completion copies back (passthrough.cc, persistent.cc); from mpi_f08 (whose MPI_Start is
+// PMPI_Start) it is refused.
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well (comms.cc: their
 // creation from several threads at once).
@@ -249,19 +252,40 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
 
 // MPI_Allreduce_init and MPI_Allreduce_init_c (`fn`): MPI's own persistent request in every
 // case; a served one is also ours (persistent.cc), which MPI_Start runs through libcollx.
+// Set while mpi_f08's MPI_Allreduce_init runs (it calls the C one).
+thread_local bool t_in_f08_init = false;
+
+// mpi_f08's MPI_Allreduce_init (MPICH's own, `next`), marked as such. Its nine arguments, all
+// pointers (two buffer descriptors, count, datatype, op, comm, info, request, ierror), go to
+// it as they came.
+using F08Init = void (*)(void*, void*, void*, void*, void*, void*, void*, void*, void*);
+void f08_init(F08Init next, void* a, void* b, void* c, void* d, void* e, void* f, void* g,
+              void* h, void* ierror) {
+  if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
+    if (ierror != nullptr) *static_cast<int*>(ierror) = MPI_ERR_INTERN;
+    return;
+  }
+  t_in_f08_init = true;
+  next(a, b, c, d, e, f, g, h, ierror);
+  t_in_f08_init = false;
+}
+
 int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                    MPI_Request* request) {
   const Decision x =
       decide(fn, sendbuf, recvbuf, count, datatype, op, comm, request == nullptr);
   if (x.error != MPI_SUCCESS) return x.error;
-  // A persistent request MPI runs cannot go through host copies (they would be made and
-  // copied back at every start and completion): device buffers are refused, rather than given
-  // to an MPI library that may not be CUDA-aware.
   if (x.why != kServed && needs_host_copies(sendbuf, recvbuf, count)) {
+    // A request MPI runs on host copies needs its copies made at every start, which mpi_f08's
+    // MPI_Start (PMPI_Start) would not do: device buffers are refused there, rather than given
+    // to an MPI library that may not be CUDA-aware.
+    if (!t_in_f08_init) {
+      return pmpi_allreduce_init(fn, sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    }
     std::fprintf(stderr,
-                 "libcollx_mpi: %s of device buffers with a type or op libcollx does not serve: "
-                 "not supported (MPI_ERR_BUFFER)\n",
+                 "libcollx_mpi: %s of device buffers with a type or op libcollx does not serve, "
+                 "from mpi_f08: not supported (MPI_ERR_BUFFER)\n",
                  kFnNames[fn]);
     if (request != nullptr) *request = MPI_REQUEST_NULL;
     PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
@@ -428,6 +452,19 @@ __attribute__((visibility("default"))) int MPI_Startall(int count, MPI_Request r
   return MPI_SUCCESS;
 }
 
+// MPI_Cancel of a persistent request of ours MPI runs on host copies, active (erroneous, as for
+// any persistent collective request): MPI_ERR_REQUEST, as MPICH answers for a served one (it
+// sees its own request, inactive); MPICH's own, active, would abort the process.
+__attribute__((visibility("default"))) int MPI_Cancel(MPI_Request* request) {
+  if (request != nullptr && active_copied_persistent(*request)) {
+    std::fprintf(stderr,
+                 "libcollx_mpi: MPI_Cancel of an active persistent collective request\n");
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
+  }
+  return PMPI_Cancel(request);
+}
+
 __attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request) {
   if (request != nullptr) forget_persistent(*request);
   return PMPI_Request_free(request);
@@ -569,6 +606,22 @@ __attribute__((visibility("default"))) void mpi_request_free_f08_(MPI_Request* r
   }
   if (request != nullptr) forget_persistent(*request);
   next(request, ierror);
+}
+
+// MPI_Allreduce_init of MPICH's mpi_f08 module (and its large-count twin), which calls the C
+// MPI_Allreduce_init: MPICH's own, marked as mpi_f08's (f08_init).
+__attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_(void* a, void* b, void* c,
+                                                                      void* d, void* e, void* f,
+                                                                      void* g, void* h,
+                                                                      void* ierror) {
+  static const auto next = reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_"));
+  f08_init(next, a, b, c, d, e, f, g, h, ierror);
+}
+__attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_large_(
+    void* a, void* b, void* c, void* d, void* e, void* f, void* g, void* h, void* ierror) {
+  static const auto next =
+      reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_large_"));
+  f08_init(next, a, b, c, d, e, f, g, h, ierror);
 }
 
 }  // extern "C"

@@ -45,14 +45,18 @@ collx::MemoryQuery* copies_query() {
          : of == kAllBuffers ? &every_buffer
                              : collx::cuda_memory_query();
 }
+collx::SyncCopy copier() {
+  return g_of.load(std::memory_order_relaxed) == kAllBuffers ? host_copy : collx::cuda_copy;
+}
 
 // A call libcollx does not serve goes to the MPI library, which may not be CUDA-aware: device
 // buffers go through host copies of the datatype's extent (the bytes between its true lower
 // bound and its true upper bound over `count` elements), made here in *h. A datatype laid out
 // backwards (negative extent) keeps the buffers as they are. A failure is said on stderr and
-// goes through the communicator's error handler. Buffers MPI rejects are not copied.
+// goes through the communicator's error handler. Buffers MPI rejects are not copied. The
+// extent copied is *copied, if asked.
 int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-            MPI_Comm comm, collx::HostCopies* h) {
+            MPI_Comm comm, collx::HostCopies* h, collx::Extent* copied = nullptr) {
   collx::MemoryQuery* q = copies_query();
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   collx::Extent e;
@@ -63,9 +67,8 @@ int copy_in(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
     e = {true_lb, static_cast<size_t>(true_extent) +
                       static_cast<size_t>(count - 1) * static_cast<size_t>(extent)};
   }
-  const bool all = g_of.load(std::memory_order_relaxed) == kAllBuffers;
-  const collx::Status st = h->copy_in(q, all ? host_copy : collx::cuda_copy,
-                                      sendbuf, recvbuf, MPI_IN_PLACE, e);
+  if (copied != nullptr) *copied = e;
+  const collx::Status st = h->copy_in(q, copier(), sendbuf, recvbuf, MPI_IN_PLACE, e);
   if (h->any()) g_copied[fn].fetch_add(1, std::memory_order_relaxed);
   return st.ok() ? MPI_SUCCESS : copy_failed(fn, st.message().c_str(), comm);
 }
@@ -102,7 +105,7 @@ int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
 // copies the result back when the operation completes (requests.cc).
 int pmpi_iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  auto h = std::make_unique<collx::HostCopies>();
+  auto h = std::make_shared<collx::HostCopies>();
   // (a null request is MPI's own error, and needs no copies)
   const int rc =
       copy_in(fn, sendbuf, recvbuf, request == nullptr ? 0 : count, datatype, comm, h.get());
@@ -123,6 +126,50 @@ int pmpi_iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
     return mpi_rc;
   }
   return start_copied_request(fn, inner, std::move(h), request);
+}
+
+// The MPI library's own MPI_Allreduce_init (fn kAllreduceInit) or MPI_Allreduce_init_c
+// (kAllreduceInitC), on host copies of device buffers: MPI's persistent request is made on the
+// copies, which each MPI_Start makes again (recopy) and each completion copies back
+// (persistent.cc).
+int pmpi_allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                        MPI_Request* request) {
+  auto h = std::make_shared<collx::HostCopies>();
+  collx::Extent e;
+  const int rc =
+      copy_in(fn, sendbuf, recvbuf, request == nullptr ? 0 : count, datatype, comm, h.get(), &e);
+  if (rc != MPI_SUCCESS) {
+    *request = MPI_REQUEST_NULL;
+    return rc;
+  }
+  const auto mpi_init = [&](const void* send, void* recv) {
+    return fn == kAllreduceInitC
+               ? PMPI_Allreduce_init_c(send, recv, count, datatype, op, comm, info, request)
+               : PMPI_Allreduce_init(send, recv, static_cast<int>(count), datatype, op, comm,
+                                     info, request);
+  };
+  if (!h->any()) return mpi_init(sendbuf, recvbuf);
+  const int mpi_rc = mpi_init(h->send(), h->recv());
+  if (mpi_rc == MPI_SUCCESS) add_copied_persistent(*request, fn, sendbuf, recvbuf, e, std::move(h));
+  return mpi_rc;
+}
+
+int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, collx::HostCopies* h) {
+  const void* send = h->send();
+  void* recv = h->recv();
+  const collx::Status st = h->copy_in(copies_query(), copier(), sendbuf, recvbuf, MPI_IN_PLACE, e);
+  if (!st.ok()) return copy_failed(fn, st.message().c_str(), MPI_COMM_WORLD);
+  if (h->send() != send || h->recv() != recv) {
+    return copy_failed(fn, "its buffers are no longer the device memory they were when it was made",
+                       MPI_COMM_WORLD);
+  }
+  return MPI_SUCCESS;
+}
+
+int copy_back(Fn fn, collx::HostCopies* h) {
+  const collx::Status st = h->copy_back();
+  return st.ok() ? MPI_SUCCESS : copy_failed(fn, st.message().c_str(), MPI_COMM_WORLD);
 }
 
 }  // namespace collx_mpi

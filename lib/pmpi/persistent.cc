@@ -10,6 +10,11 @@
 // swap: a generalized request is freed by its completion, a persistent one only becomes
 // inactive.
 //
+// A copied one (a call libcollx does not serve, on device buffers: passthrough.cc) is MPI's own
+// persistent request made on host copies of the buffers. MPI runs it; MPI_Start makes the
+// copies again before MPI's start, and its completion (by MPI_Wait or MPI_Test alone, or by
+// the generalized request that stands for it in the other calls) copies the result back.
+//
 // MPI's own persistent request is the fallback. Inactive (or started by MPI), the request goes
 // to MPI as it is. MPI starts it itself:
 // - once the libcollx communicator is gone (MPI_Comm_free, MPI_Comm_disconnect or
@@ -42,10 +47,15 @@ struct Persistent {
   collx_dtype_t dtype = COLLX_INT8;
   collx_op_t op = COLLX_SUM;
   collx_comm_t comm = nullptr;  // null once the libcollx communicator is gone (under g_mutex)
-  // Active: the started operation, or once behind a generalized request, that request.
+  // Copied: the host copies of extent `extent` MPI's request was made on (else null).
+  std::shared_ptr<collx::HostCopies> copies;
+  collx::Extent extent;
+  // Active: the started operation (copied: in_mpi), or once behind a generalized request,
+  // that request.
   collx_request_t running = nullptr;
+  bool in_mpi = false;
   MPI_Request behind = MPI_REQUEST_NULL;
-  bool active() const { return running != nullptr || behind != MPI_REQUEST_NULL; }
+  bool active() const { return running != nullptr || in_mpi || behind != MPI_REQUEST_NULL; }
 };
 
 std::mutex g_mutex;
@@ -66,14 +76,29 @@ Persistent* find(MPI_Request request, collx_comm_t* comm = nullptr) {
   return &it->second;
 }
 
-// Puts a started operation behind a generalized request (the MPI calls other than MPI_Wait and
-// MPI_Test on the request alone need one). If MPI has none left, the operation has been ended
-// and the request is inactive.
-void put_behind(Persistent* p) {
-  if (p->running == nullptr) return;
-  const collx_request_t op = p->running;
-  p->running = nullptr;
-  if (start_request(p->fn, op, &p->behind) != MPI_SUCCESS) p->behind = MPI_REQUEST_NULL;
+// Puts the started operation of p (MPI's request `self`) behind a generalized request (the MPI
+// calls other than MPI_Wait and MPI_Test on the request alone need one). If MPI has none
+// left, the operation has been ended and the request is inactive.
+void put_behind(Persistent* p, MPI_Request self) {
+  int rc = MPI_SUCCESS;
+  if (p->in_mpi) {
+    p->in_mpi = false;
+    rc = start_copied_request(p->fn, self, p->copies, &p->behind);
+  } else if (p->running != nullptr) {
+    const collx_request_t op = p->running;
+    p->running = nullptr;
+    rc = start_request(p->fn, op, &p->behind);
+  }
+  if (rc != MPI_SUCCESS) p->behind = MPI_REQUEST_NULL;
+}
+
+// MPI_Start of an active request (erroneous): MPI's error, through MPI_COMM_WORLD's handler as
+// MPICH's.
+int start_active(const Persistent* p) {
+  std::fprintf(stderr, "libcollx_mpi: MPI_Start of a persistent %s that is active\n",
+               kFnNames[p->fn]);
+  PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+  return MPI_ERR_REQUEST;
 }
 
 // The arrays of a Swap on this thread (completion calls do not nest), kept for their capacity.
@@ -97,21 +122,36 @@ void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvb
   count_them();
 }
 
+void add_copied_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf,
+                           collx::Extent e, std::shared_ptr<collx::HostCopies> copies) {
+  Persistent p;
+  p.fn = fn;
+  p.sendbuf = sendbuf;
+  p.recvbuf = recvbuf;
+  p.extent = e;
+  p.copies = std::move(copies);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_persistent[request] = p;
+  count_them();
+}
+
 int start_persistent(MPI_Request* request) {
   if (request == nullptr || !any_persistent()) return PMPI_Start(request);
   collx_comm_t comm = nullptr;
   Persistent* p = find(*request, &comm);
   if (p == nullptr) return PMPI_Start(request);
+  if (p->copies != nullptr) {
+    if (p->active()) return start_active(p);
+    int rc = recopy(p->fn, p->sendbuf, p->recvbuf, p->extent, p->copies.get());
+    if (rc == MPI_SUCCESS) rc = PMPI_Start(request);
+    p->in_mpi = rc == MPI_SUCCESS;
+    return rc;
+  }
   if (comm == nullptr) {
     g_starts[kByMpi].fetch_add(1, std::memory_order_relaxed);
     return PMPI_Start(request);
   }
-  if (p->active()) {  // (erroneous: MPI's error, through MPI_COMM_WORLD's handler as MPICH's)
-    std::fprintf(stderr, "libcollx_mpi: MPI_Start of a persistent %s that is active\n",
-                 kFnNames[p->fn]);
-    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
-    return MPI_ERR_REQUEST;
-  }
+  if (p->active()) return start_active(p);
   reap_orphans(false);
   if (collx_iallreduce(p->sendbuf, p->recvbuf, p->count, p->dtype, p->op, comm, &p->running) !=
       COLLX_SUCCESS) {
@@ -126,11 +166,12 @@ int start_persistent(MPI_Request* request) {
 
 namespace {
 
-// Whether MPI_Wait, MPI_Test and MPI_Waitall may complete p directly: started by libcollx and
-// not behind a generalized request, or inactive and libcollx's to start (then as
+// Whether MPI_Wait, MPI_Test and MPI_Waitall may complete served p directly: started by
+// libcollx and not behind a generalized request, or inactive and libcollx's to start (then as
 // MPI_REQUEST_NULL). Otherwise MPI's call completes it (through a Swap).
 bool direct(const Persistent* p, collx_comm_t comm) {
-  return p->behind == MPI_REQUEST_NULL && (p->running != nullptr || comm != nullptr);
+  return p->copies == nullptr && p->behind == MPI_REQUEST_NULL &&
+         (p->running != nullptr || comm != nullptr);
 }
 
 // p's operation ended with `st`: inactive again, *status set, the ending counted as `how`; a
@@ -149,6 +190,25 @@ void set_empty_status(MPI_Status* status) {  // (of MPI_REQUEST_NULL, as MPI giv
   PMPI_Wait(&none, status);
 }
 
+// MPI_Wait (`wait`) or MPI_Test on copied p alone, MPI's request *request, not behind a
+// generalized request: MPI's call, then the result copied back once complete; inactive, as
+// MPI_REQUEST_NULL (MPICH 4.0.2 hangs waiting for its own inactive persistent collective).
+int complete_copied(Persistent* p, MPI_Request* request, bool wait, int* flag,
+                    MPI_Status* status) {
+  if (flag != nullptr) *flag = 1;
+  if (!p->in_mpi) {
+    set_empty_status(status);
+    return MPI_SUCCESS;
+  }
+  int done = 1;
+  const int rc = wait ? PMPI_Wait(request, status) : PMPI_Test(request, &done, status);
+  if (flag != nullptr) *flag = done;
+  if (rc == MPI_SUCCESS && !done) return rc;
+  p->in_mpi = false;
+  const int back = copy_back(p->fn, p->copies.get());
+  return rc != MPI_SUCCESS ? rc : back;
+}
+
 // MPI_Waitall's requests of ours (null for MPI_REQUEST_NULL), and what each ended with.
 thread_local std::vector<Persistent*> t_waited;
 thread_local std::vector<int> t_errors;
@@ -160,6 +220,10 @@ bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status*
   if (request == nullptr || !any_persistent()) return false;
   collx_comm_t comm = nullptr;
   Persistent* p = find(*request, &comm);
+  if (p != nullptr && p->copies != nullptr && p->behind == MPI_REQUEST_NULL) {
+    *rc = complete_copied(p, request, wait, flag, status);
+    return true;
+  }
   if (p == nullptr || !direct(p, comm)) return false;
   *rc = MPI_SUCCESS;
   if (flag != nullptr) *flag = 1;
@@ -221,11 +285,27 @@ bool waitall_persistent(int count, MPI_Request requests[], MPI_Status statuses[]
   return true;
 }
 
+bool active_copied_persistent(MPI_Request request) {
+  if (!any_persistent()) return false;
+  const Persistent* p = find(request);
+  return p != nullptr && p->copies != nullptr && p->active();
+}
+
 void forget_persistent(MPI_Request request) {
   if (!any_persistent()) return;
   Persistent* p = find(request);
   if (p == nullptr) return;
-  put_behind(p);
+  if (p->copies != nullptr && p->active()) {
+    // Freed while active (erroneous): MPI's request is freed next, so its operation ends here
+    // first, its result copied back.
+    MPI_Request r = request;
+    if (p->behind != MPI_REQUEST_NULL) r = p->behind;
+    PMPI_Wait(&r, MPI_STATUS_IGNORE);
+    if (p->in_mpi) copy_back(p->fn, p->copies.get());
+    p->in_mpi = false;
+    p->behind = MPI_REQUEST_NULL;
+  }
+  put_behind(p, request);
   const MPI_Request behind = p->behind;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -253,9 +333,11 @@ void Swap::swap_in(bool inactive_as_null) {
     collx_comm_t comm = nullptr;
     Persistent* p = find(requests_[i], &comm);
     if (p == nullptr) continue;
-    put_behind(p);
-    // Inactive, and libcollx's to start: seen as MPI_REQUEST_NULL (or else MPI's own).
-    if (p->behind == MPI_REQUEST_NULL && (!inactive_as_null || comm == nullptr)) continue;
+    put_behind(p, requests_[i]);
+    // Inactive, and started by libcollx (copied: with its copies): seen as MPI_REQUEST_NULL
+    // (or else MPI's own).
+    const bool ours = comm != nullptr || p->copies != nullptr;
+    if (p->behind == MPI_REQUEST_NULL && (!inactive_as_null || !ours)) continue;
     if (t_ours.empty()) t_swapped.assign(requests_, requests_ + n_);
     t_swapped[static_cast<size_t>(i)] = p->behind;
     t_ours.push_back(i);

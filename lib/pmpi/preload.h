@@ -98,6 +98,17 @@ int pmpi_allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int pmpi_iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request);
+// MPI_Allreduce_init(_c) to MPI: with host copies, MPI's persistent request is made on them and
+// becomes one of ours (add_copied_persistent).
+int pmpi_allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                        MPI_Request* request);
+// A copied persistent request's MPI_Start: its host copies *h of extent e made again from
+// sendbuf and recvbuf, at the addresses MPI's request was made on (else an error: the buffers
+// are no longer device memory). Its completion: the result copied back. A failure is said on
+// stderr and is MPI_ERR_OTHER through MPI_COMM_WORLD's handler (as for a started request).
+int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, collx::HostCopies* h);
+int copy_back(Fn fn, collx::HostCopies* h);
 
 // requests.cc: a served MPI_Iallreduce is a collx request behind an MPICH generalized request.
 // How its operation ended (COLLX_MPI_VERBOSE): through collx_wait in the intercepted MPI_Wait
@@ -109,10 +120,10 @@ extern std::atomic<long long> g_endings[kEndingCount];
 // *request. If MPI has no request left, ends the operation and returns MPI's error.
 int start_request(Fn fn, collx_request_t op, MPI_Request* request);
 // Puts MPI's request `inner` of a passed-through MPI_Iallreduce on the host copies `copies`
-// behind a new generalized request in *request, which completes once `inner` has and the
-// result is copied back. If MPI has no request left, ends the operation and returns MPI's
-// error.
-int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCopies> copies,
+// (or an active copied persistent request: persistent.cc) behind a new generalized request in
+// *request, which completes once `inner` has and the result is copied back. If MPI has no
+// request left, ends the operation and returns MPI's error.
+int start_copied_request(Fn fn, MPI_Request inner, std::shared_ptr<collx::HostCopies> copies,
                          MPI_Request* request);
 // MPI_Wait's part (C and mpi_f08; `wait`): a request of ours whose operation has not ended is
 // waited for (collx_wait with MPI's progress running, or MPI_Wait on the inner request and the
@@ -143,6 +154,11 @@ extern std::atomic<long long> g_starts[kStarterCount];
 // elements on the libcollx communicator `comm`; sendbuf is COLLX_IN_PLACE for in place.
 void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf, size_t count,
                     collx_dtype_t dtype, collx_op_t op, collx_comm_t comm);
+// Makes MPI's persistent request `request`, made on the host copies `copies` of extent e of
+// device buffers sendbuf and recvbuf (MPI_IN_PLACE: in place), one of ours: MPI runs it, and
+// MPI_Start makes the copies again, its completion copies the result back.
+void add_copied_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf,
+                           collx::Extent e, std::shared_ptr<collx::HostCopies> copies);
 // MPI_Start: one of ours runs through libcollx (or MPI, its communicator gone); another
 // request goes to PMPI_Start.
 int start_persistent(MPI_Request* request);
@@ -157,6 +173,8 @@ bool complete_persistent(MPI_Request* request, bool wait, int* flag, MPI_Status*
 // *statuses and *rc set as MPI_Waitall sets them. False otherwise, before anything is waited
 // for (MPI's call then completes them, through a Swap).
 bool waitall_persistent(int count, MPI_Request requests[], MPI_Status statuses[], int* rc);
+// Whether `request` is a persistent request of ours that MPI runs on host copies, active.
+bool active_copied_persistent(MPI_Request request);
 // MPI_Request_free's part before MPI frees `request`: one of ours is forgotten, and its
 // active operation, if any, goes on as that of a freed MPI_Iallreduce request.
 void forget_persistent(MPI_Request request);

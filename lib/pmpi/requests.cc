@@ -26,7 +26,7 @@ namespace {
 struct Pending {
   collx_request_t request = nullptr;  // served: null once the operation completed
   MPI_Request inner = MPI_REQUEST_NULL;  // copied: MPI's request, null once completed
-  std::unique_ptr<collx::HostCopies> copies;  // copied: null once the result is back
+  std::shared_ptr<collx::HostCopies> copies;  // copied: null once the result is back
   MPI_Request mpi = MPI_REQUEST_NULL;  // the generalized request
   int error = MPI_SUCCESS;             // what MPI's completion call reports
   Fn fn = kIallreduce;                 // which function posted it (for the statistics)
@@ -172,7 +172,7 @@ int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
   return start(p, request);
 }
 
-int start_copied_request(Fn fn, MPI_Request inner, std::unique_ptr<collx::HostCopies> copies,
+int start_copied_request(Fn fn, MPI_Request inner, std::shared_ptr<collx::HostCopies> copies,
                          MPI_Request* request) {
   auto* p = new Pending();
   p->fn = fn;
