@@ -369,6 +369,9 @@ int finish(MPI_Comm, int, void*, void*) {
 
 void report_failure(Fn fn, const char* context) {
   tally(g.counts[fn].failed);
+  // (a persistent request's operation fails in a completion call, long after the init)
+  const bool persistent = fn == kAllreduceInit || fn == kAllreduceInitC;
+  if (persistent && context[0] == '\0') context = " operation (started by MPI_Start)";
   std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
                collx_last_error());
 }
