@@ -965,9 +965,9 @@ void persistent_life(MPI_Comm comm) {
          is_sum(comm, out, k + 90) && is_sum(comm, big, k + 93);
     int elements = -1;
     MPI_Get_elements(&st[2], MPI_INT, &elements);
-    expect(ok && elements == 0 && ours[0] == all[1] && ours[1] == small_kept && ours[2] == MPI_REQUEST_NULL &&
-               ours[3] == big_kept && st[2].MPI_SOURCE == MPI_ANY_SOURCE &&
-               st[2].MPI_TAG == MPI_ANY_TAG,
+    expect(ok && elements == 0 && ours[0] == all[1] && ours[1] == small_kept &&
+               ours[2] == MPI_REQUEST_NULL && ours[3] == big_kept &&
+               st[2].MPI_SOURCE == MPI_ANY_SOURCE && st[2].MPI_TAG == MPI_ANY_TAG,
            "persistent: MPI_Startall and MPI_Waitall of served requests only, a null one");
   }
   for (int i : {0, 1, 3, 4}) MPI_Request_free(&all[i]);

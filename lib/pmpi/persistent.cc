@@ -3,10 +3,10 @@
 // needs to run it. MPI_Start starts a collx_iallreduce. MPI_Wait and MPI_Test on that request
 // alone complete it directly (collx_wait, collx_test), as a program's loop of MPI_Start and
 // MPI_Wait does, with nothing of MPI's in between; so does MPI_Waitall on an array of such
-// requests (and MPI_REQUEST_NULL) only, as after MPI_Startall. Every other use of a started request (the
-// completion calls over arrays, MPI_Request_get_status, MPI_Request_free) first puts its
-// operation behind a generalized request (requests.cc), which those calls are given in its
-// place while it is active (Swap). MPICH has no persistent generalized request, hence the
+// requests (and MPI_REQUEST_NULL) only, as after MPI_Startall. Every other use of a started
+// request (the completion calls over arrays, MPI_Request_get_status, MPI_Request_free) first
+// puts its operation behind a generalized request (requests.cc), which those calls are given
+// in its place while it is active (Swap). MPICH has no persistent generalized request, hence the
 // swap: a generalized request is freed by its completion, a persistent one only becomes
 // inactive.
 //
