@@ -250,8 +250,6 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   return start_request(fn, r, request);
 }
 
-// MPI_Allreduce_init and MPI_Allreduce_init_c (`fn`): MPI's own persistent request in every
-// case; a served one is also ours (persistent.cc), which MPI_Start runs through libcollx.
 // Set while mpi_f08's MPI_Allreduce_init runs (it calls the C one).
 thread_local bool t_in_f08_init = false;
 
@@ -270,6 +268,8 @@ void f08_init(F08Init next, void* a, void* b, void* c, void* d, void* e, void* f
   t_in_f08_init = false;
 }
 
+// MPI_Allreduce_init and MPI_Allreduce_init_c (`fn`): MPI's own persistent request in every
+// case; a served one is also ours (persistent.cc), which MPI_Start runs through libcollx.
 int allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                    MPI_Request* request) {
@@ -617,7 +617,8 @@ __attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_(void* a, v
                                                                       void* d, void* e, void* f,
                                                                       void* g, void* h,
                                                                       void* ierror) {
-  static const auto next = reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_"));
+  static const auto next =
+      reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_"));
   f08_init(next, a, b, c, d, e, f, g, h, ierror);
 }
 __attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_large_(

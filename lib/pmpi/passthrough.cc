@@ -140,7 +140,7 @@ int pmpi_allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count cou
   const int rc =
       copy_in(fn, sendbuf, recvbuf, request == nullptr ? 0 : count, datatype, comm, h.get(), &e);
   if (rc != MPI_SUCCESS) {
-    *request = MPI_REQUEST_NULL;
+    if (request != nullptr) *request = MPI_REQUEST_NULL;
     return rc;
   }
   const auto mpi_init = [&](const void* send, void* recv) {
@@ -151,17 +151,19 @@ int pmpi_allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count cou
   };
   if (!h->any()) return mpi_init(sendbuf, recvbuf);
   const int mpi_rc = mpi_init(h->send(), h->recv());
-  if (mpi_rc == MPI_SUCCESS) add_copied_persistent(*request, fn, sendbuf, recvbuf, e, std::move(h));
+  if (mpi_rc == MPI_SUCCESS) {
+    add_copied_persistent(*request, fn, sendbuf, recvbuf, e, std::move(h));
+  }
   return mpi_rc;
 }
 
-int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, collx::HostCopies* h) {
-  const void* send = h->send();
-  void* recv = h->recv();
-  const collx::Status st = h->copy_in(copies_query(), copier(), sendbuf, recvbuf, MPI_IN_PLACE, e);
+int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, const void* made_send,
+           const void* made_recv, collx::HostCopies* h) {
+  const collx::Status st =
+      h->copy_in(copies_query(), copier(), sendbuf, recvbuf, MPI_IN_PLACE, e);
   if (!st.ok()) return copy_failed(fn, st.message().c_str(), MPI_COMM_WORLD);
-  if (h->send() != send || h->recv() != recv) {
-    return copy_failed(fn, "its buffers are no longer the device memory they were when it was made",
+  if (h->send() != made_send || h->recv() != made_recv) {
+    return copy_failed(fn, "its buffers are no longer the device memory they were at the init",
                        MPI_COMM_WORLD);
   }
   return MPI_SUCCESS;

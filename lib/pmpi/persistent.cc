@@ -47,9 +47,12 @@ struct Persistent {
   collx_dtype_t dtype = COLLX_INT8;
   collx_op_t op = COLLX_SUM;
   collx_comm_t comm = nullptr;  // null once the libcollx communicator is gone (under g_mutex)
-  // Copied: the host copies of extent `extent` MPI's request was made on (else null).
+  // Copied: the host copies of extent `extent` MPI's request was made on, at made_send and
+  // made_recv (else null).
   std::shared_ptr<collx::HostCopies> copies;
   collx::Extent extent;
+  const void* made_send = nullptr;
+  const void* made_recv = nullptr;
   // Active: the started operation (copied: in_mpi), or once behind a generalized request,
   // that request.
   collx_request_t running = nullptr;
@@ -129,6 +132,8 @@ void add_copied_persistent(MPI_Request request, Fn fn, const void* sendbuf, void
   p.sendbuf = sendbuf;
   p.recvbuf = recvbuf;
   p.extent = e;
+  p.made_send = copies->send();
+  p.made_recv = copies->recv();
   p.copies = std::move(copies);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_persistent[request] = p;
@@ -142,7 +147,8 @@ int start_persistent(MPI_Request* request) {
   if (p == nullptr) return PMPI_Start(request);
   if (p->copies != nullptr) {
     if (p->active()) return start_active(p);
-    int rc = recopy(p->fn, p->sendbuf, p->recvbuf, p->extent, p->copies.get());
+    int rc = recopy(p->fn, p->sendbuf, p->recvbuf, p->extent, p->made_send, p->made_recv,
+                    p->copies.get());
     if (rc == MPI_SUCCESS) rc = PMPI_Start(request);
     p->in_mpi = rc == MPI_SUCCESS;
     return rc;

@@ -104,10 +104,12 @@ int pmpi_allreduce_init(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count cou
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                         MPI_Request* request);
 // A copied persistent request's MPI_Start: its host copies *h of extent e made again from
-// sendbuf and recvbuf, at the addresses MPI's request was made on (else an error: the buffers
-// are no longer device memory). Its completion: the result copied back. A failure is said on
-// stderr and is MPI_ERR_OTHER through MPI_COMM_WORLD's handler (as for a started request).
-int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, collx::HostCopies* h);
+// sendbuf and recvbuf, at the addresses MPI's request was made on, made_send and made_recv
+// (else an error: the buffers are no longer device memory). Its completion: the result
+// copied back. A failure is said on stderr and is MPI_ERR_OTHER through MPI_COMM_WORLD's
+// handler (as for a started request).
+int recopy(Fn fn, const void* sendbuf, void* recvbuf, collx::Extent e, const void* made_send,
+           const void* made_recv, collx::HostCopies* h);
 int copy_back(Fn fn, collx::HostCopies* h);
 
 // requests.cc: a served MPI_Iallreduce is a collx request behind an MPICH generalized request.
