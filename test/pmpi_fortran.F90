@@ -27,14 +27,16 @@ program pmpi_fortran
 #endif
   integer, parameter :: n = 100003
   integer :: ierr, rank, p, i, r, k, passed, failed, tally(2), total(2)
-  integer :: iv(n), xv(n), want_x
-  real :: rs(n), rv(n)
+  integer :: want_x
+  ! Buffers of non-blocking and persistent calls: written (or read) by the completing call,
+  ! which the compiler does not see take them (MPI's ASYNCHRONOUS problem)
+  integer, volatile :: iv(n), xv(n)
+  real, volatile :: rs(n), rv(n)
   double precision :: ds(n), dv(n)
   integer(kind=8) :: ls(n), lv(n)
   double complex :: zv(n)
-  logical :: flag, all_flag, l_in, l_out, refused
-  ! (written by MPI_Wait, which the compiler does not see take them)
-  logical, volatile :: lp(2), lp_all(2)
+  logical :: flag, all_flag, refused
+  logical, volatile :: lp(2), lp_all(2), l_in, l_out
   character(len=8) :: copies_env
   character(len=512) :: preload_env
   integer :: cls, ierr2
