@@ -6,12 +6,17 @@
 // over 1/32 of the data. Its name is not COLLX_*: the library rejects unknown COLLX_ variables.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -745,6 +750,46 @@ TEST_CASE("non-blocking: operations of at least COLLX_ASYNC_MIN start at once on
     comms[0]->set_watch_period(kNever);  // so only an immediate start completes them
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     expect_done_without_waiting(ops, 3);
+  });
+}
+
+// The threads of this process named `name`, with their scheduling policies.
+static std::vector<int> thread_policies(const std::string& name) {
+  std::vector<int> policies;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return policies;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string got;
+    if (std::getline(comm, got) && got == name) {
+      policies.push_back(sched_getscheduler(static_cast<pid_t>(std::atoi(e->d_name))));
+    }
+  }
+  closedir(dir);
+  return policies;
+}
+
+TEST_CASE("non-blocking: the worker runs under SCHED_BATCH (woken, it preempts no thread)") {
+  Config c = config_for("recursive_doubling");
+  c.async_min = 0;
+  std::barrier<> workers_live(3);  // (a rank's worker ends with its communicator)
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 1);
+    expect_done_without_waiting(ops, 3);
+    workers_live.arrive_and_wait();
+    if (rank == 0) {
+      // Each rank's worker names itself and sets its policy first thing: wait for all three.
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      std::vector<int> policies = thread_policies("collx-worker");
+      while (std::count(policies.begin(), policies.end(), SCHED_BATCH) < 3 &&
+             std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        policies = thread_policies("collx-worker");
+      }
+      TCHECK(policies == std::vector<int>(3, SCHED_BATCH));
+    }
+    workers_live.arrive_and_wait();
   });
 }
 
