@@ -199,9 +199,8 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
  * (communicators of up to 8 ranks; on larger ones a test hands the operation to the
  * communicator's thread at once). Once every rank has started it (tested it, waited for it,
  * or its communicator's thread runs it; across nodes, a rank that does not test says so only
- * once a peer has tested), a test that finds no thread running it (the communicator's thread
- * may still wait for a core) runs it on the calling thread and returns when it is done: as
- * long as the operation takes, plus at most 250 us for a rank that tested it once and not
+ * once a peer has tested), a test runs it on the calling thread and returns when it is done:
+ * as long as the operation takes, plus at most 250 us for a rank that tested it once and not
  * again. Otherwise, when the operation is not complete, collx_test yields the
  * core once (sched_yield), so that a thread running the operation gets one when a caller
  * polls in a loop. collx_wait blocks until the request completes, running operations of its

@@ -85,7 +85,6 @@ struct OpQueue {
   bool watching = false;            // the worker wakes every watch period
   bool running = false;             // a thread executes a taken operation
   bool stop = false;                // the worker exits
-  bool held = false;                // tests: the worker takes nothing (Comm::hold_worker)
   std::atomic<int> pending{0};      // posted, not completed (changed under mu)
   std::atomic<uint64_t> completed{0};  // operations completed so far (changed under mu)
   int spin_us = 0;        // how long a waiter polls before it sleeps (COLLX_SPIN)
@@ -174,14 +173,10 @@ class Comm {
   // than a small operation); if not, the worker starts them after kTestGrace, unless a later
   // test finds every peer started first. So a test runs an operation only when no peer can
   // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
-  // (above kAnnounceMaxRanks without shared memory), the worker starts it now. An operation
-  // that is due already (the worker was told at its post, but may still wait for a core) is
-  // run here the same way when every peer has started it; else it is left to the worker.
+  // (above kAnnounceMaxRanks without shared memory), the worker starts it now.
   static void nudge(Request* r);
   // Tests: the grace period of nudge (kTestGrace). Before the first iallreduce.
   void set_test_grace(std::chrono::microseconds g) { ops_->grace = g; }
-  // Tests: the worker takes no operation, not even a due one. Before the first iallreduce.
-  void hold_worker() { ops_->held = true; }
   // Operations that a testing thread ran (nudge), for the tests.
   uint64_t ops_run_by_tests() const;
   // Collective, before destruction: waits for posted operations, then for every rank, so

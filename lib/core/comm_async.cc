@@ -94,13 +94,9 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
 void Comm::nudge(Request* r) {
   const std::shared_ptr<OpQueue> q = r->queue;
   std::unique_lock<std::mutex> lk(q->mu);
-  if (r->done.load(std::memory_order_relaxed)) return;
-  // Due: the worker was told to start it at once; but while it waits for a core, a test that
-  // finds every rank started may run it here, as a deferred one.
-  const bool due = q->due >= r->number;
+  if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
   Comm* c = r->comm;  // lives while r is not done
   if (!c->can_tell_started()) {  // the worker starts it now
-    if (due) return;
     q->due = r->number;
     lk.unlock();
     q->work.notify_one();
@@ -119,7 +115,7 @@ void Comm::nudge(Request* r) {
     if (next == r) return;  // (then c may be gone)
     lk.lock();
   }
-  if (due || r->done.load(std::memory_order_relaxed) || q->asked >= r->number) return;
+  if (r->done.load(std::memory_order_relaxed) || q->asked >= r->number) return;
   q->asked = r->number;
   q->asked_at = Clock::now() + q->grace;
   if (q->asked_at >= q->wake_at) return;  // the worker wakes up before the grace period ends
@@ -205,7 +201,7 @@ void Comm::worker_main() {
   int idle = 0;
   while (!q.stop) {  // stop comes after drain(): nothing is posted then
     if (q.asked > q.due && Clock::now() >= q.asked_at) q.due = q.asked;
-    if (!q.running && !q.held && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
+    if (!q.running && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
       Request* next = q.waiting.front();
       q.waiting.pop_front();
       q.running = true;
