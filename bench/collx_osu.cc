@@ -17,6 +17,9 @@
 // (MPI: MPI_Waitall), as a framework does with its gradient buckets; the latency is a batch's.
 // --poll: each operation is completed by a loop of collx_test (MPI_Test) instead of collx_wait
 // (MPI_Wait, MPI_Waitall), as a program that polls between pieces of work does.
+// --test-pieces N: the computation runs in N pieces, and after each piece but the last every
+// posted request is tested once (collx_test, MPI_Test), as a program that drives MPI's
+// progress from its computation does; then the wait (or --poll) as usual.
 // --persistent (implies --nonblocking): MPI's side runs persistent requests, made once per size
 // by MPI_Allreduce_init (PMPI_Allreduce_init for --compare-pmpi) and run by MPI_Start
 // (MPI_Startall for a batch), as OSU's osu_allreduce_persistent does; libcollx's side is
@@ -51,6 +54,7 @@ struct Options {
   bool sleep_compute = false;  // --compute sleep
   int batch = 1;               // --batch K
   bool poll = false;           // --poll
+  int pieces = 1;              // --test-pieces N
   bool persistent = false;     // --persistent
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
@@ -62,7 +66,7 @@ void usage(const char* prog) {
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
-               "          [--batch K] [--poll] [--persistent]\n"
+               "          [--batch K] [--poll] [--test-pieces N] [--persistent]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -80,6 +84,8 @@ void usage(const char* prog) {
                "         for all; latency and overlap are a batch's\n"
                "  --poll: with --nonblocking, complete each operation with a loop of collx_test\n"
                "         (MPI_Test) instead of collx_wait (MPI_Wait or MPI_Waitall)\n"
+               "  --test-pieces N: with --nonblocking, the computation in N pieces, each posted\n"
+               "         request tested once after each piece but the last\n"
                "  --persistent: --nonblocking, with MPI's side through persistent requests\n"
                "         (MPI_Allreduce_init once per size, then MPI_Start or MPI_Startall)\n",
                prog);
@@ -134,6 +140,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->batch = std::atoi(argv[++i]);
     } else if (a == "--poll") {
       o->poll = true;
+    } else if (a == "--test-pieces" && has) {
+      o->pieces = std::atoi(argv[++i]);
     } else if (a == "--persistent") {
       o->persistent = o->nonblocking = true;
     } else {
@@ -143,7 +151,8 @@ bool parse(int argc, char** argv, Options* o) {
   return o->min_size >= 1 && o->min_size <= o->max_size && o->iters > 0 && o->iters_large > 0 &&
          o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
          o->batch >= 1 && o->batch <= 1024 &&
-         (o->batch == 1 || o->nonblocking) && (!o->poll || o->nonblocking);
+         o->pieces >= 1 && o->pieces <= 1000 && (o->batch == 1 || o->nonblocking) &&
+         ((!o->poll && o->pieces == 1) || o->nonblocking);
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -188,6 +197,17 @@ double compute(double us, bool sleep) {
   while (MPI_Wtime() < end) {
   }
   return (MPI_Wtime() - start) * 1e6;
+}
+
+// compute(us) in `pieces` pieces, with test() after each piece but the last.
+template <typename Test>
+double compute_testing(double us, bool sleep, int pieces, Test test) {
+  double computed = 0;
+  for (int piece = 0; piece < pieces; ++piece) {
+    computed += compute(us / pieces, sleep);
+    if (piece + 1 < pieces) test();
+  }
+  return computed;
 }
 
 // OSU's overlap: the share of the pure communication time hidden behind the computation.
@@ -279,6 +299,11 @@ int main(int argc, char** argv) {
       if (o.poll) {
         std::printf("# completed by polling: a loop of collx_test (MPI_Test), not a wait\n");
       }
+      if (o.pieces > 1) {
+        std::printf("# the computation in %d pieces, each request tested after each but the "
+                    "last\n",
+                    o.pieces);
+      }
     }
     if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
@@ -329,8 +354,16 @@ int main(int argc, char** argv) {
           st = collx_iallreduce(sends[k], recvs[k], count, o.dtype, o.op, comm, &reqs[k]);
           if (st != COLLX_SUCCESS) fail("collx_iallreduce", st);
         }
-        if (busy > 0) computed += compute(busy, o.sleep_compute);
+        auto test_all = [&] {
+          for (int k = 0; k < k_ops; ++k) {
+            if (reqs[k] == nullptr) continue;  // (a test completed it)
+            st = collx_test(&reqs[k]);
+            if (st != COLLX_SUCCESS && st != COLLX_IN_PROGRESS) fail("collx_test", st);
+          }
+        };
+        if (busy > 0) computed += compute_testing(busy, o.sleep_compute, o.pieces, test_all);
         for (int k = 0; k < k_ops; ++k) {
+          if (reqs[k] == nullptr) continue;
           if (o.poll) {
             while ((st = collx_test(&reqs[k])) == COLLX_IN_PROGRESS) {
             }
@@ -383,7 +416,13 @@ int main(int argc, char** argv) {
         } else {
           startall(k_ops, ops);
         }
-        if (busy > 0) computed += compute(busy, o.sleep_compute);
+        auto test_all = [&] {
+          for (int k = 0; k < k_ops; ++k) {
+            int done = 0;
+            test(&ops[k], &done, MPI_STATUS_IGNORE);
+          }
+        };
+        if (busy > 0) computed += compute_testing(busy, o.sleep_compute, o.pieces, test_all);
         if (o.poll) {
           for (int k = 0; k < k_ops; ++k) {
             for (int done = 0; !done;) test(&ops[k], &done, MPI_STATUS_IGNORE);

@@ -840,6 +840,43 @@ TEST_CASE("non-blocking: when every rank tests, the testing threads run the oper
   }, shared);
 }
 
+TEST_CASE("non-blocking: a polling test runs a due operation that the worker has not started") {
+  // Every operation is due at once (COLLX_ASYNC_MIN 0), but no worker takes one, as when it
+  // waits for a core: the ranks' polling tests run them once every rank has started each.
+  const bool shared = GENERATE(true, false);  // ranks on one node, or on several
+  CAPTURE(shared);
+  Config c = config_for("recursive_doubling");
+  c.async_min = 0;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->hold_worker();
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    for (Posted& o : ops) test_until_done(o.req);
+    TCHECK(comms[0]->ops_run_by_tests() == 5);
+    expect_done_without_waiting(ops, 3);
+  }, shared);
+}
+
+TEST_CASE("non-blocking: tests further apart than kPollGap leave a due operation to the worker") {
+  // Between pieces of a computation a test must not run a large operation synchronously: the
+  // worker would overlap it where a core is free. Held here, it starts nothing, so the
+  // operation stays in progress through spaced tests; then a polling loop runs it.
+  Config c = config_for("recursive_doubling");
+  c.async_min = 0;
+  run_ranks(3, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->hold_worker();
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 1);
+    for (int k = 0; k < 5; ++k) {
+      Comm::nudge(ops[0].req);
+      std::this_thread::sleep_for(kPollGap * 50);
+    }
+    TCHECK(!ops[0].req->done.load());
+    TCHECK(comms[0]->ops_run_by_tests() == 0);
+    test_until_done(ops[0].req);
+    TCHECK(comms[0]->ops_run_by_tests() == 1);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
 TEST_CASE("non-blocking: a rank that tests once and never again does not hold up the others") {
   // Rank 0 tests the operations once, first, then waits on the others (not on libcollx):
   // its worker must start them when the grace period ends (the watch period never does).

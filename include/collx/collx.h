@@ -184,7 +184,10 @@ COLLX_API collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvb
  * calling thread; collx_test runs it on the calling thread once every rank has started it,
  * else the communicator's thread starts it 250 us after the first test; and if neither is
  * called, the communicator's thread starts it within about 2 ms, so it completes even if this
- * rank never calls in. The communicator's thread (named collx-worker) runs under SCHED_BATCH:
+ * rank never calls in. A larger one is run by a test too, if the test polls (comes within
+ * 20 us of the previous test of the request) and the communicator's thread has not started
+ * it: tests further apart, between pieces of the caller's work, leave it to that thread. The
+ * communicator's thread (named collx-worker) runs under SCHED_BATCH:
  * it takes a free core, but never preempts a running thread; where every core is busy it runs
  * when a thread sleeps or its time slice ends (later than the times above, then). Buffers must
  * stay untouched until the request completes. Device buffers are reduced as in
@@ -201,10 +204,14 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
  * or its communicator's thread runs it; across nodes, a rank that does not test says so only
  * once a peer has tested), a test runs it on the calling thread and returns when it is done:
  * as long as the operation takes, plus at most 250 us for a rank that tested it once and not
- * again. Otherwise, when the operation is not complete, collx_test yields the
+ * again (an operation of at least COLLX_ASYNC_MIN: only a polling test runs it, see
+ * collx_iallreduce). Otherwise, when the operation is not complete, collx_test yields the
  * core once (sched_yield), so that a thread running the operation gets one when a caller
- * polls in a loop. collx_wait blocks until the request completes, running operations of its
- * communicator that no thread has started. */
+ * polls in a loop; for an operation of at least COLLX_ASYNC_MIN that no thread runs yet, it
+ * does not (where the ranks share memory): a polling caller's next test runs it sooner than
+ * the communicator's thread would get a core where threads outnumber cores. collx_wait
+ * blocks until the request completes, running operations of its communicator that no thread
+ * has started. */
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 

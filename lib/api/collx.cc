@@ -248,12 +248,13 @@ collx_status_t collx_test(collx_request_t* request) {
   }
   auto* r = reinterpret_cast<collx::Request*>(*request);
   if (!r->done.load(std::memory_order_acquire)) {
-    Comm::nudge(r);  // runs it here once every rank has started it, or starts it later
+    // Runs it here once every rank has started it, or starts it later.
+    const bool yield = Comm::nudge(r);
     if (!r->done.load(std::memory_order_acquire)) {
       // A thread running an operation gets a core: a caller that polls in a loop would
       // otherwise keep it waiting for a scheduler tick (milliseconds) wherever threads
       // outnumber cores.
-      sched_yield();
+      if (yield) sched_yield();
       return COLLX_IN_PROGRESS;
     }
   }

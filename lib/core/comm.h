@@ -55,6 +55,13 @@ struct Request;
 // shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
 inline constexpr std::chrono::microseconds kTestGrace{250};
 
+// A test that comes within this of the previous test of the same request is polling: its
+// thread has nothing else to do, so it may run an operation that is due (and that the worker
+// has not started: it may wait for a core) as collx_wait would (Comm::nudge). Tests further
+// apart, between pieces of a computation, leave such an operation to the worker, which
+// overlaps it where a core is free. A polling loop tests every microsecond or so.
+inline constexpr std::chrono::microseconds kPollGap{20};
+
 // Ranks that share no memory tell each other what they started by messages
 // (Transport::announce), p - 1 per operation started. Above this many ranks those would cost
 // more than handing the operation to the worker, which a test does then (Comm::nudge).
@@ -85,6 +92,7 @@ struct OpQueue {
   bool watching = false;            // the worker wakes every watch period
   bool running = false;             // a thread executes a taken operation
   bool stop = false;                // the worker exits
+  bool held = false;                // tests: the worker takes nothing (Comm::hold_worker)
   std::atomic<int> pending{0};      // posted, not completed (changed under mu)
   std::atomic<uint64_t> completed{0};  // operations completed so far (changed under mu)
   int spin_us = 0;        // how long a waiter polls before it sleeps (COLLX_SPIN)
@@ -98,6 +106,7 @@ struct Request {
   std::shared_ptr<OpQueue> queue;
   uint64_t number = 0;   // in posting order (OpQueue::posted)
   bool deferred = false; // below COLLX_ASYNC_MIN: not due when posted
+  Clock::time_point tested_at;  // when its last test ended (Comm::nudge; the testing thread's)
   std::atomic<bool> done{false};  // set last, under queue->mu; then `result` is final
   Status result;
 };
@@ -173,10 +182,16 @@ class Comm {
   // than a small operation); if not, the worker starts them after kTestGrace, unless a later
   // test finds every peer started first. So a test runs an operation only when no peer can
   // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
-  // (above kAnnounceMaxRanks without shared memory), the worker starts it now.
-  static void nudge(Request* r);
+  // (above kAnnounceMaxRanks without shared memory), the worker starts it now. An operation
+  // that is due already (the worker was told at its post) is left to the worker, unless this
+  // test comes within kPollGap of the request's previous one: a polling thread runs it the
+  // same way, once every rank has started it, if no thread has taken it yet. Returns whether
+  // the caller should yield its core (to a thread that runs an operation, or will).
+  static bool nudge(Request* r);
   // Tests: the grace period of nudge (kTestGrace). Before the first iallreduce.
   void set_test_grace(std::chrono::microseconds g) { ops_->grace = g; }
+  // Tests: the worker takes no operation, not even a due one. Before the first iallreduce.
+  void hold_worker() { ops_->held = true; }
   // Operations that a testing thread ran (nudge), for the tests.
   uint64_t ops_run_by_tests() const;
   // Collective, before destruction: waits for posted operations, then for every rank, so
@@ -185,6 +200,8 @@ class Comm {
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
+  // nudge(r), told whether the caller polls.
+  static bool nudge(Request* r, bool polling);
   // Runs one operation. Operations run one at a time, in posting order (non-blocking ones on
   // the worker or a waiting thread, blocking ones on the caller's after drain()), and take
   // their sequence numbers from next_seq_ as they

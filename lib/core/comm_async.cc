@@ -91,19 +91,35 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
   return Status();
 }
 
-void Comm::nudge(Request* r) {
+bool Comm::nudge(Request* r) {
+  // From the end of the previous test: a slow test (under a sanitizer) still reads as polling.
+  const bool polling = Clock::now() - r->tested_at < kPollGap;
+  const bool yield = nudge(r, polling);
+  r->tested_at = Clock::now();
+  return yield;
+}
+
+bool Comm::nudge(Request* r, bool polling) {
   const std::shared_ptr<OpQueue> q = r->queue;
   std::unique_lock<std::mutex> lk(q->mu);
-  if (r->done.load(std::memory_order_relaxed) || q->due >= r->number) return;
+  if (r->done.load(std::memory_order_relaxed)) return false;
+  const bool due = q->due >= r->number;  // the worker was told to start it
   Comm* c = r->comm;  // lives while r is not done
   if (!c->can_tell_started()) {  // the worker starts it now
-    q->due = r->number;
+    if (!due) q->due = r->number;
     lk.unlock();
     q->work.notify_one();
-    return;
+    return true;
   }
   c->tested_ = true;
   c->say_started(r->number);
+  // A due operation is the worker's unless this thread polls. The caller's core is worth
+  // yielding to a thread that runs an operation; while none does, a polling caller keeps it,
+  // and its next test runs the operation here once every rank has started it, sooner than
+  // the worker would get a core where threads outnumber cores. (With announcements a peer's
+  // worker does not say that it started a due operation: then only the worker may run it.)
+  const auto yield_for_due = [&] { return q->running || c->announce_; };
+  if (due && !polling) return yield_for_due();
   while (!r->done.load(std::memory_order_relaxed) && !q->running && !q->waiting.empty() &&
          c->peers_started(q->waiting.front()->number)) {
     Request* next = q->waiting.front();
@@ -112,15 +128,18 @@ void Comm::nudge(Request* r) {
     ++q->run_by_tests;
     lk.unlock();
     c->run(next);
-    if (next == r) return;  // (then c may be gone)
+    if (next == r) return false;  // (then c may be gone)
     lk.lock();
   }
-  if (r->done.load(std::memory_order_relaxed) || q->asked >= r->number) return;
+  if (r->done.load(std::memory_order_relaxed)) return false;
+  if (due) return yield_for_due();
+  if (q->asked >= r->number) return true;
   q->asked = r->number;
   q->asked_at = Clock::now() + q->grace;
-  if (q->asked_at >= q->wake_at) return;  // the worker wakes up before the grace period ends
+  if (q->asked_at >= q->wake_at) return true;  // the worker wakes before the grace ends
   lk.unlock();
   q->work.notify_one();  // to wake up when it ends
+  return true;
 }
 
 void Comm::start_announcing() {
@@ -201,7 +220,7 @@ void Comm::worker_main() {
   int idle = 0;
   while (!q.stop) {  // stop comes after drain(): nothing is posted then
     if (q.asked > q.due && Clock::now() >= q.asked_at) q.due = q.asked;
-    if (!q.running && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
+    if (!q.running && !q.held && !q.waiting.empty() && q.waiting.front()->number <= q.due) {
       Request* next = q.waiting.front();
       q.waiting.pop_front();
       q.running = true;

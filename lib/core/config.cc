@@ -42,7 +42,9 @@ const ConfigRow kRows[] = {
     {"COLLX_ASYNC_MIN", "bytes", "64K",
      "collx_iallreduce: an operation of at least this size starts at once, on the "
      "communicator's thread (which overlaps it with the caller's work; that thread runs under "
-     "SCHED_BATCH, so it takes a free core but preempts no running thread). A smaller one is "
+     "SCHED_BATCH, so it takes a free core but preempts no running thread), unless a test "
+     "that polls (within 20 us of the request's previous test) finds it not started: then "
+     "the test runs it. A smaller one is "
      "deferred: it runs on the thread that waits for it (no thread hand-over, which costs "
      "more than it takes), on a testing thread once every rank has started it, or on the "
      "communicator's thread 250 us after collx_test is first called for it or within about "
