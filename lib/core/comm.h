@@ -183,7 +183,7 @@ class Comm {
   // test finds every peer started first. So a test runs an operation only when no peer can
   // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
   // (above kAnnounceMaxRanks without shared memory), the worker starts it now. An operation
-  // that is due already (the worker was told at its post) is left to the worker, unless this
+  // that was due at its post (the worker was told then) is left to the worker, unless this
   // test comes within kPollGap of the request's previous one: a polling thread runs it the
   // same way, once every rank has started it, if no thread has taken it yet. Returns whether
   // the caller should yield its core (to a thread that runs an operation, or will).
@@ -200,8 +200,8 @@ class Comm {
 
  private:
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
-  // nudge(r), told whether the caller polls.
-  static bool nudge(Request* r, bool polling);
+  // nudge(r), told whether this test may run r once it is due (else it is the worker's).
+  static bool nudge(Request* r, bool may_run);
   // Runs one operation. Operations run one at a time, in posting order (non-blocking ones on
   // the worker or a waiting thread, blocking ones on the caller's after drain()), and take
   // their sequence numbers from next_seq_ as they

@@ -92,14 +92,18 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
 }
 
 bool Comm::nudge(Request* r) {
-  // From the end of the previous test: a slow test (under a sanitizer) still reads as polling.
+  // A test may run a deferred operation whenever every rank has started it (even once it is
+  // due, at the end of a watch or grace period); one due at its post only if the test polls.
+  // That is timed from the end of the previous test: a slow one (under a sanitizer) still
+  // reads as polling.
+  if (r->deferred) return nudge(r, true);
   const bool polling = Clock::now() - r->tested_at < kPollGap;
   const bool yield = nudge(r, polling);
   r->tested_at = Clock::now();
   return yield;
 }
 
-bool Comm::nudge(Request* r, bool polling) {
+bool Comm::nudge(Request* r, bool may_run) {
   const std::shared_ptr<OpQueue> q = r->queue;
   std::unique_lock<std::mutex> lk(q->mu);
   if (r->done.load(std::memory_order_relaxed)) return false;
@@ -113,13 +117,13 @@ bool Comm::nudge(Request* r, bool polling) {
   }
   c->tested_ = true;
   c->say_started(r->number);
-  // A due operation is the worker's unless this thread polls. The caller's core is worth
+  // A due operation is the worker's unless this test may run it. The caller's core is worth
   // yielding to a thread that runs an operation; while none does, a polling caller keeps it,
   // and its next test runs the operation here once every rank has started it, sooner than
   // the worker would get a core where threads outnumber cores. (With announcements a peer's
   // worker does not say that it started a due operation: then only the worker may run it.)
   const auto yield_for_due = [&] { return q->running || c->announce_; };
-  if (due && !polling) return yield_for_due();
+  if (due && !may_run) return yield_for_due();
   while (!r->done.load(std::memory_order_relaxed) && !q->running && !q->waiting.empty() &&
          c->peers_started(q->waiting.front()->number)) {
     Request* next = q->waiting.front();
