@@ -877,6 +877,25 @@ TEST_CASE("non-blocking: tests further apart than kPollGap leave a due operation
   });
 }
 
+TEST_CASE("non-blocking: a test says that this rank started every operation posted so far") {
+  // A program that posted several tests them one after another: each test finds its operation
+  // started by every rank that has tested any of them, instead of waiting for each peer to
+  // come to the same one. Rank 0 tests the first operation while no peer has tested anything
+  // (so its test runs nothing); then every rank tests them all.
+  std::barrier<> tested(3);
+  run_ranks(3, {deferred_config()}, [&](int rank, std::vector<Comm*>& comms) {
+    worker_starts_nothing(*comms[0]);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
+    if (rank == 0) {
+      Comm::nudge(ops[0].req);
+      TCHECK(comms[0]->said_started() == 5);
+    }
+    tested.arrive_and_wait();
+    for (Posted& o : ops) test_until_done(o.req);
+    expect_done_without_waiting(ops, 3);
+  });
+}
+
 TEST_CASE("non-blocking: a rank that tests once and never again does not hold up the others") {
   // Rank 0 tests the operations once, first, then waits on the others (not on libcollx):
   // its worker must start them when the grace period ends (the watch period never does).

@@ -176,10 +176,11 @@ class Comm {
   }
   void drain_posted();
   // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
-  // This rank says that it started every operation up to r (through shared memory,
-  // ShmChannel::started, or by announcements: Transport::announce); if every peer has said
-  // so too, this thread runs them now, with no hand-over to another thread (which costs more
-  // than a small operation); if not, the worker starts them after kTestGrace, unless a later
+  // This rank says that it started every operation posted so far, r and any after it
+  // (through shared memory, ShmChannel::started, or by announcements: Transport::announce); if
+  // every peer has said so too, this thread runs those up to r now, with no hand-over to
+  // another thread (which costs more than a small operation); if not, the worker starts them
+  // (all that this rank said) after kTestGrace, unless a later
   // test finds every peer started first. So a test runs an operation only when no peer can
   // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
   // (above kAnnounceMaxRanks without shared memory), the worker starts it now. An operation
@@ -194,6 +195,9 @@ class Comm {
   void hold_worker() { ops_->held = true; }
   // Operations that a testing thread ran (nudge), for the tests.
   uint64_t ops_run_by_tests() const;
+  // The last operation this rank said it started, through shared memory (0 without it), for
+  // the tests.
+  uint64_t said_started() const;
   // Collective, before destruction: waits for posted operations, then for every rank, so
   // that closing the endpoints needs nothing more from any peer.
   Status shutdown();

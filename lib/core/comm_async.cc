@@ -116,7 +116,11 @@ bool Comm::nudge(Request* r, bool may_run) {
     return true;
   }
   c->tested_ = true;
-  c->say_started(r->number);
+  // Every operation posted so far, not only r: a program that posted several tests them one
+  // after another, and each test then finds its operation started by every rank that has
+  // tested any of them, instead of waiting for each peer to come to the same one.
+  const uint64_t last = q->posted;
+  c->say_started(last);
   // A due operation is the worker's unless this test may run it. The caller's core is worth
   // yielding to a thread that runs an operation; while none does, a polling caller keeps it,
   // and its next test runs the operation here once every rank has started it, sooner than
@@ -137,8 +141,8 @@ bool Comm::nudge(Request* r, bool may_run) {
   }
   if (r->done.load(std::memory_order_relaxed)) return false;
   if (due) return yield_for_due();
-  if (q->asked >= r->number) return true;
-  q->asked = r->number;
+  if (q->asked >= last) return true;
+  q->asked = last;
   q->asked_at = Clock::now() + q->grace;
   if (q->asked_at >= q->wake_at) return true;  // the worker wakes before the grace ends
   lk.unlock();
@@ -155,6 +159,10 @@ void Comm::start_announcing() {
 uint64_t Comm::ops_run_by_tests() const {
   std::lock_guard<std::mutex> g(ops_->mu);
   return ops_->run_by_tests;
+}
+
+uint64_t Comm::said_started() const {
+  return shm_ == nullptr ? 0 : shm_->started(rank()).epoch.load(std::memory_order_acquire);
 }
 
 void Comm::say_started(uint64_t number) {
