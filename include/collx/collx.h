@@ -207,8 +207,8 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
  * once a peer has tested), a test runs it on the calling thread and returns when it is done:
  * as long as the operation takes, plus at most 250 us for a rank that tested it (or one
  * posted before it) once and not again (an operation of at least COLLX_ASYNC_MIN: only a
- * polling test runs it, see collx_iallreduce). Otherwise, when the operation is not complete, collx_test yields the
- * core once (sched_yield), so that a thread running the operation gets one when a caller
+ * polling test runs it, see collx_iallreduce). Otherwise, when the operation is not complete,
+ * collx_test yields the core once (sched_yield), so that a thread running the operation gets one when a caller
  * polls in a loop; for an operation of at least COLLX_ASYNC_MIN that no thread runs yet, it
  * does not (where the ranks share memory): a polling caller's next test runs it sooner than
  * the communicator's thread would get a core where threads outnumber cores. collx_wait
