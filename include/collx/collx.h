@@ -208,12 +208,12 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
  * as long as the operation takes, plus at most 250 us for a rank that tested it (or one
  * posted before it) once and not again (an operation of at least COLLX_ASYNC_MIN: only a
  * polling test runs it, see collx_iallreduce). Otherwise, when the operation is not complete,
- * collx_test yields the core once (sched_yield), so that a thread running the operation gets one when a caller
- * polls in a loop; for an operation of at least COLLX_ASYNC_MIN that no thread runs yet, it
- * does not (where the ranks share memory): a polling caller's next test runs it sooner than
- * the communicator's thread would get a core where threads outnumber cores. collx_wait
- * blocks until the request completes, running operations of its communicator that no thread
- * has started. */
+ * collx_test yields the core once (sched_yield), so that a thread running the operation
+ * gets one when a caller polls in a loop; for an operation of at least COLLX_ASYNC_MIN that
+ * no thread runs yet, it does not (where the ranks share memory): a polling caller's next
+ * test runs it sooner than the communicator's thread would get a core where threads
+ * outnumber cores. collx_wait blocks until the request completes, running operations of its
+ * communicator that no thread has started. */
 COLLX_API collx_status_t collx_test(collx_request_t* request);
 COLLX_API collx_status_t collx_wait(collx_request_t* request);
 
