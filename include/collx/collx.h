@@ -197,10 +197,11 @@ COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, si
                                           collx_request_t* request);
 /* COLLX_SUCCESS (and the request is freed, *request set to NULL), COLLX_IN_PROGRESS, or the
  * operation's error (request freed too). collx_test does not wait for other ranks to call in.
- * A test says that this rank started every operation posted on the communicator so far (so
- * that testing a batch of them in turn finds each started by every rank that tested any of
- * them; the communicator's thread starts them 250 us later if no test or wait did): through
- * the node's shared memory, or, where the ranks share none, by a 16-byte message to each peer
+ * A test says that this rank started the operation and those posted before it; for one
+ * below COLLX_ASYNC_MIN, every operation posted on the communicator so far (so that testing a
+ * batch of them in turn finds each started by every rank that tested any of them; the
+ * communicator's thread starts them 250 us later if no test or wait did): through the node's
+ * shared memory, or, where the ranks share none, by a 16-byte message to each peer
  * (communicators of up to 8 ranks; on larger ones a test hands the operation to the
  * communicator's thread at once). Once every rank has started it (tested it, waited for it,
  * or its communicator's thread runs it; across nodes, a rank that does not test says so only

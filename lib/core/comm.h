@@ -176,12 +176,12 @@ class Comm {
   }
   void drain_posted();
   // collx_test of `r` not done: makes it due, so that it starts even if no thread waits.
-  // This rank says that it started every operation posted so far, r and any after it
-  // (through shared memory, ShmChannel::started, or by announcements: Transport::announce); if
-  // every peer has said so too, this thread runs those up to r now, with no hand-over to
-  // another thread (which costs more than a small operation); if not, the worker starts them
-  // (all that this rank said) after kTestGrace, unless a later
-  // test finds every peer started first. So a test runs an operation only when no peer can
+  // This rank says that it started every operation up to r, and, r being deferred, any
+  // posted after it (through shared memory, ShmChannel::started, or by announcements:
+  // Transport::announce); if every peer has said so too, this thread runs those up to r now,
+  // with no hand-over to another thread (which costs more than a small operation); if not,
+  // the worker starts them (all that this rank said) after kTestGrace, unless a later test
+  // finds every peer started first. So a test runs an operation only when no peer can
   // keep it waiting for longer than kTestGrace. Where the ranks cannot tell each other
   // (above kAnnounceMaxRanks without shared memory), the worker starts it now. An operation
   // that was due at its post (the worker was told then) is left to the worker, unless this

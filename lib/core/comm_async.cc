@@ -119,7 +119,7 @@ bool Comm::nudge(Request* r, bool may_run) {
   // For a deferred r, every operation posted so far: a program that posted several tests them
   // one after another, and each test then finds its operation started by every rank that has
   // tested any of them, instead of waiting for each peer to come to the same one. (Not for
-  // one due at its post: the worker has it, and a polled batch of those got slower.)
+  // one due at its post: the worker has those, and nothing measured a gain there.)
   const uint64_t last = r->deferred ? q->posted : r->number;
   c->say_started(last);
   // A due operation is the worker's unless this test may run it. The caller's core is worth
