@@ -1,8 +1,10 @@
 // Device-buffer allreduce on one GPU machine, over forked ranks (no MPI needed):
 //   cuda_allreduce_bench N [max_bytes]
 // N ranks share the GPUs round robin (several ranks per GPU when N exceeds them). Each rank
-// holds three communicators: one over CUDA IPC at every size, one with COLLX_CUDA=0 (host
-// staging), and one with the defaults (staging below COLLX_CUDA_IPC_MIN), and times float32
+// holds three communicators: one over CUDA IPC at every size through the kernels that read
+// the peers' buffers (one-shot, two-shot; COLLX_CUDA_FLAGS_MAX=0), one with COLLX_CUDA=0 (host
+// staging), and one with the defaults (the one kernel per call up to COLLX_CUDA_FLAGS_MAX
+// under MPS, staging below COLLX_CUDA_IPC_MIN*), and times float32
 // sum on cudaMalloc'd buffers from 4 B to max_bytes (64 MiB by default) on all three in the
 // same run: per size, the median over 5 repetitions of the mean time per call, the slowest
 // rank's. A fourth column (host_us) times the staging communicator on pinned host buffers: the
@@ -88,8 +90,8 @@ double copy_bandwidth(cudaMemcpyKind kind) {
   return static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
-// kIpc: CUDA IPC at every size; kStaged: COLLX_CUDA=0; kAuto: the defaults (IPC or staging
-// by size, see COLLX_CUDA_IPC_MIN).
+// kIpc: CUDA IPC at every size, without the one-kernel path (which copies into areas mapped
+// once, so it would open no fresh buffer); kStaged: COLLX_CUDA=0; kAuto: the defaults.
 enum Mode { kIpc, kStaged, kAuto };
 
 collx_comm_t make_comm(Group& g, Mode mode) {
@@ -97,6 +99,7 @@ collx_comm_t make_comm(Group& g, Mode mode) {
   if (mode == kIpc) {
     setenv("COLLX_CUDA_IPC_MIN", "0", 1);
     setenv("COLLX_CUDA_IPC_MIN_TIMESLICED", "0", 1);
+    setenv("COLLX_CUDA_FLAGS_MAX", "0", 1);
   }
   collx_comm_t c = nullptr;
   collx_comm_params_t params{g.rank, g.size, board_allgather, &g};
@@ -104,7 +107,8 @@ collx_comm_t make_comm(Group& g, Mode mode) {
     std::fprintf(stderr, "rank %d: %s\n", g.rank, collx_last_error());
     std::exit(1);
   }
-  for (const char* v : {"COLLX_CUDA", "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED"}) {
+  for (const char* v : {"COLLX_CUDA", "COLLX_CUDA_IPC_MIN", "COLLX_CUDA_IPC_MIN_TIMESLICED",
+                        "COLLX_CUDA_FLAGS_MAX"}) {
     unsetenv(v);
   }
   return c;

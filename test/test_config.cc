@@ -42,6 +42,7 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.cuda_two_shot == 2 << 20);
   CHECK(c.cuda_ipc_min == 16 << 10);
   CHECK(c.cuda_ipc_min_timesliced == 2 << 20);
+  CHECK(c.cuda_flags_max == 2 << 20);
   CHECK(c.shm_stores == "auto");
   CHECK(c.shm_areas == 4);
   REQUIRE(load({"COLLX_SHM_AREAS=2"}, &c).ok());

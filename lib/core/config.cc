@@ -105,13 +105,14 @@ const ConfigRow kRows[] = {
      "GPU without MPS: the GPU then runs one process's kernels at a time, and each kernel waits "
      "for a time slice (about 250 us per process measured on an H100), while copies do not. "
      "Set it alike on all ranks."},
-    {"COLLX_CUDA_FLAGS_MAX", "bytes", "1M",
+    {"COLLX_CUDA_FLAGS_MAX", "bytes", "2M",
      "CUDA IPC: messages of up to this size (at most 1G; 0: none) are reduced by one kernel "
      "per call, the ranks' kernels waiting for each other through flags in device memory, "
      "with no host round trip; this takes precedence over COLLX_CUDA_IPC_MIN. Only where no "
      "two ranks share a GPU without MPS, and for at most 8 ranks. Every rank keeps a device "
      "area of twice this size (measured on an H100 with 2-8 ranks on the GPU: 1.8-2.4x "
-     "faster than the one-shot at 256K and 1M, slower at 4M). Set it alike on all ranks."},
+     "faster than the one-shot at 256K and 1M, 1.4-1.8x faster than the two-shot at 2M, "
+     "slower at 4M with 4 and 8 ranks). Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "

@@ -46,7 +46,7 @@ struct Config {
   size_t cuda_ipc_min = 16 << 10;
   size_t cuda_ipc_min_timesliced = 2 << 20;
   // Device buffers of up to this size: the one-kernel allreduce (cuda/flags.h); 0: never.
-  size_t cuda_flags_max = 1 << 20;
+  size_t cuda_flags_max = 2 << 20;
   bool profile = false;      // COLLX_PROFILE
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on
