@@ -1,7 +1,8 @@
 // What the parts of libcollx_mpi.so share: the functions it serves, their statistics, the
 // libcollx communicators (comms.cc), the datatype and op mapping (types.cc), and the
 // generalized requests of a served MPI_Iallreduce (requests.cc), and the served persistent
-// allreduces (persistent.cc). collx_mpi.cc holds the MPI functions themselves.
+// allreduces (persistent.cc). collx_mpi.cc and completion.cc hold the MPI functions
+// themselves.
 #pragma once
 
 #include <mpi.h>
