@@ -185,6 +185,7 @@ TEST_CASE("bootstrap: settings that every rank must share are compared with rank
       {"COLLX_CUDA_IPC_MIN", [](collx::Config& c) { c.cuda_ipc_min = 0; }},
       {"COLLX_CUDA_IPC_MIN_TIMESLICED", [](collx::Config& c) { c.cuda_ipc_min_timesliced = 0; }},
       {"COLLX_CUDA_FLAGS_MAX", [](collx::Config& c) { c.cuda_flags_max = 0; }},
+      {"COLLX_CUDA_STAGED_GPU_MIN", [](collx::Config& c) { c.cuda_staged_gpu_min = 0; }},
       {"COLLX_PROFILE", [](collx::Config& c) { c.profile = true; }},
   };
   REQUIRE(changes.size() + 2 == collx::kSharedSettings);  // with COLLX_TUNE, COLLX_SHM_CHUNK

@@ -43,6 +43,13 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
   CHECK(c.cuda_ipc_min == 16 << 10);
   CHECK(c.cuda_ipc_min_timesliced == 2 << 20);
   CHECK(c.cuda_flags_max == 2 << 20);
+  CHECK(c.cuda_staged_gpu_min == SIZE_MAX);  // off
+  REQUIRE(load({"COLLX_CUDA_STAGED_GPU_MIN=1M"}, &c).ok());
+  CHECK(c.cuda_staged_gpu_min == 1 << 20);
+  REQUIRE(load({"COLLX_CUDA_STAGED_GPU_MIN=off"}, &c).ok());
+  CHECK(c.cuda_staged_gpu_min == SIZE_MAX);
+  REQUIRE(load({"COLLX_CUDA_STAGED_GPU_MIN=0"}, &c).ok());
+  CHECK(c.cuda_staged_gpu_min == 0);
   CHECK(c.shm_stores == "auto");
   CHECK(c.shm_areas == 4);
   REQUIRE(load({"COLLX_SHM_AREAS=2"}, &c).ok());
@@ -85,6 +92,7 @@ TEST_CASE("configuration: defaults, values, and errors that name the variable") 
                           "COLLX_SHM_CHUNK=2K", "COLLX_SHM_CHUNK=4100", "COLLX_SHM_CHUNK=2G",
                           "COLLX_STAGING_CHUNK=1K", "COLLX_STAGING_CHUNK=2G",
                           "COLLX_CUDA_FLAGS_MAX=2G", "COLLX_CUDA_FLAGS_MAX=-1",
+                          "COLLX_CUDA_STAGED_GPU_MIN=Off", "COLLX_CUDA_STAGED_GPU_MIN=",
                           "COLLX_CUDA_TWO_SHOT=1.5M", "COLLX_CMA_MIN=-1", "COLLX_ASYNC_MIN=x",
                           "COLLX_SPIN=1000000001", "COLLX_CHECK=2", "COLLX_MPI=yes",
                           "COLLX_PROFILE=true", "COLLX_CUDA=on", "COLLX_MPI_HOST_COPIES=",

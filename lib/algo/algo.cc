@@ -25,6 +25,7 @@ Status run_allreduce(Algo algo, const AllreduceArgs& a) {
     case Algo::kCudaIpcTwoShot:
     case Algo::kCudaIpcFlags:
     case Algo::kStaged:
+    case Algo::kStagedGpu:
     case Algo::kCount: break;
   }
   return error(COLLX_ERR_INTERNAL, "no allreduce algorithm %d", static_cast<int>(algo));

@@ -155,6 +155,26 @@ struct CudaFlagsSetupArgs {
 };
 Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, void** areas);
 
+// staged_gpu (algo/staged_gpu.cc): device buffers of the ranks of one node, through the
+// node's shared memory chunk by chunk, every rank's GPU reducing all ranks' chunks. Where any
+// rank cannot take part (no device object, or the segment not registered with it), all of
+// them see it in the first epoch and return with *ran false, for the caller to stage instead.
+struct StagedGpuArgs {
+  Transport& t;
+  ShmChannel& ch;
+  Scratch& scratch;       // host memory for the kernels' inputs (no allocation per call)
+  DeviceIpc* dev;         // null: this rank cannot take part
+  uint8_t* slots_device;  // ch.slots_begin() as dev's kernels address it (map_host)
+  collx_dtype_t dtype;
+  collx_op_t op;
+  size_t elem_size;
+  uint32_t kind;          // Reducer::kind, for the call check
+  const uint8_t* send;    // device memory; equals recv for in-place
+  uint8_t* recv;
+  size_t count;           // > 0; communicator size > 1
+};
+Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran);
+
 Status barrier(Transport& t);
 
 }  // namespace collx

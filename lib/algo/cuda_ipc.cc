@@ -136,32 +136,13 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   return Status();
 }
 
-// Waits until every rank's flag `which`, or its `aborted`, has reached epoch e; *first:
-// the first rank that aborted, or -1.
-Status wait_flags(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
-                  const char* what, int* first) {
-  *first = -1;
-  for (int q = 0; q < a.ch.size(); ++q) {
-    const std::atomic<uint64_t>& f = (a.ch.flags(q).*which).epoch;
-    const std::atomic<uint64_t>& aborted = a.ch.flags(q).aborted.epoch;
-    COLLX_TRY(a.t.wait_until(
-        [&] {
-          return f.load(std::memory_order_acquire) >= e ||
-                 aborted.load(std::memory_order_acquire) >= e;
-        },
-        q, what));
-    if (*first < 0 && f.load(std::memory_order_acquire) < e) *first = q;
-  }
-  return Status();
-}
-
 // Waits for flag `which` of every rank. A rank that failed in the epoch ends the call for
 // all: this rank then leaves the epoch too (so that nobody waits for it), once every rank
 // has passed `which` or left, so that none still reads its buffers when it returns.
 Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e,
                   const char* what) {
   int first = -1;
-  COLLX_TRY(wait_flags(a, which, e, what, &first));
+  COLLX_TRY(shm_wait_all_or_aborted(a.t, a.ch, which, e, what, &first));
   if (first < 0) return Status();
   shm_publish(a.ch, &ShmRankFlags::aborted, e);
   return error(COLLX_ERR_PEER_FAILED,
@@ -170,17 +151,20 @@ Status wait_peers(const CudaIpcArgs& a, ShmFlag ShmRankFlags::*which, uint64_t e
                a.ch.rank(), first);
 }
 
-// Runs the device work `f` (queue it and synchronize). On failure this rank leaves the
+// Runs the device work `f` (queue it and synchronize: also where queuing failed part way, so
+// that no work queued before is left to touch the buffers). On failure this rank leaves the
 // epoch, and returns once every rank has passed `which` (the point up to which peers read
 // its buffers) or left too.
 template <typename F>
 Status on_device(const CudaIpcArgs& a, uint64_t e, ShmFlag ShmRankFlags::*which, F&& f) {
   Status st = f();
-  if (st.ok()) st = a.dev->synchronize();
+  const Status synced = a.dev->synchronize();
+  if (st.ok()) st = synced;
   if (st.ok()) return st;
   shm_publish(a.ch, &ShmRankFlags::aborted, e);
   int first = -1;
-  (void)wait_flags(a, which, e, "stop reading this rank's buffers", &first);
+  const char* what = "stop reading this rank's buffers";
+  (void)shm_wait_all_or_aborted(a.t, a.ch, which, e, what, &first);
   return st;
 }
 

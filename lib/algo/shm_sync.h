@@ -33,6 +33,27 @@ inline Status shm_wait_all(Transport& t, const ShmChannel& ch, ShmFlag ShmRankFl
   return shm_wait_all(t, ch, flag, epoch, what);
 }
 
+// The same, where a rank may leave the epoch by publishing its `aborted` instead (its GPU work
+// failed: cuda_ipc_*, staged_gpu), so that nobody waits for it until the deadline. *first: the
+// first rank that left, or -1.
+inline Status shm_wait_all_or_aborted(Transport& t, const ShmChannel& ch,
+                                      ShmFlag ShmRankFlags::*which, uint64_t epoch,
+                                      const char* what, int* first) {
+  *first = -1;
+  for (int q = 0; q < ch.size(); ++q) {
+    const std::atomic<uint64_t>& f = (ch.flags(q).*which).epoch;
+    const std::atomic<uint64_t>& aborted = ch.flags(q).aborted.epoch;
+    COLLX_TRY(t.wait_until(
+        [&] {
+          return f.load(std::memory_order_acquire) >= epoch ||
+                 aborted.load(std::memory_order_acquire) >= epoch;
+        },
+        ch.comm_rank(q), what));
+    if (*first < 0 && f.load(std::memory_order_acquire) < epoch) *first = q;
+  }
+  return Status();
+}
+
 inline void shm_publish(const ShmChannel& ch, ShmFlag ShmRankFlags::*which, uint64_t epoch) {
   (ch.flags(ch.rank()).*which).epoch.store(epoch, std::memory_order_release);
 }

@@ -26,7 +26,7 @@ const SettingName kSettingNames[kSharedSettings] = {
     {"COLLX_STAGING_CHUNK"}, {"COLLX_CUDA"},
     {"COLLX_CUDA_TWO_SHOT"}, {"COLLX_CUDA_IPC_MIN"},
     {"COLLX_CUDA_IPC_MIN_TIMESLICED"}, {"COLLX_CUDA_FLAGS_MAX"},
-    {"COLLX_PROFILE"}};
+    {"COLLX_CUDA_STAGED_GPU_MIN"}, {"COLLX_PROFILE"}};
 
 }  // namespace
 
@@ -34,7 +34,8 @@ SharedSettings shared_settings(const Config& c) {
   return SharedSettings{{hash(c.algo), hash(c.tune), hash(c.tune_across), c.ring_segment,
                          c.check, c.cma_min, c.shm_chunk, static_cast<uint64_t>(c.shm_areas),
                          c.staging_chunk, c.cuda_ipc, c.cuda_two_shot, c.cuda_ipc_min,
-                         c.cuda_ipc_min_timesliced, c.cuda_flags_max, c.profile}};
+                         c.cuda_ipc_min_timesliced, c.cuda_flags_max, c.cuda_staged_gpu_min,
+                         c.profile}};
 }
 
 Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreement* out,

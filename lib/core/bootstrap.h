@@ -19,7 +19,7 @@ constexpr uint32_t kMaxAddress = 1 << 16;
 // The settings every rank must share: a rank that differs would take other steps (another
 // algorithm, chunk or protocol) and its peers would wait for it until the deadline. Strings
 // travel as 64-bit hashes.
-constexpr int kSharedSettings = 15;
+constexpr int kSharedSettings = 16;
 struct SharedSettings {
   uint64_t value[kSharedSettings];
 };

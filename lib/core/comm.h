@@ -220,6 +220,9 @@ class Comm {
   // communicator, nothing was done.
   Status execute_flags(const AllreduceOp& op, bool* ran);
   Status execute_staged(const AllreduceOp& op);
+  // Staged through the node's shared memory, reduced on the GPUs (algo/staged_gpu.cc). *ran
+  // false: some rank could not take part, nothing was done (the caller stages).
+  Status execute_staged_gpu(const AllreduceOp& op, bool* ran);
   // This rank's IPC description of a device buffer (an export per allocation, cached).
   Status ipc_export(uintptr_t base, size_t size, uint64_t id, const void* p, IpcExport* out);
   Status run_barrier();
@@ -298,6 +301,13 @@ class Comm {
   } flags_;
   std::unique_ptr<ShmSegment> segment_;  // UCX communicators: this node's shared memory
   std::unique_ptr<ShmChannel> shm_;      // every rank on one node: their shared memory
+  // staged_gpu: a DeviceIpc of its own, with shm_'s slots registered with it. Declared after
+  // the segment, so destroyed (unregistering the slots) before the segment is unmapped.
+  struct StagedGpu {
+    std::unique_ptr<DeviceIpc> dev;  // null where it could not be made for `device`
+    int device = -1;
+    uint8_t* slots_device = nullptr;
+  } staged_gpu_;
   // Ranks on several nodes, at least 2 on one: the shared memory of this rank's node (if it
   // has more), the owners of each block it owns and their table (Algo::kHierarchical).
   std::unique_ptr<ShmChannel> node_shm_;

@@ -1,6 +1,7 @@
 // Comm's device-buffer calls: the one kernel (cuda/flags.h) for small messages, CUDA IPC
 // (algo/cuda_ipc.cc) where every rank of the node can take part, host staging
-// (memory/staging.h) elsewhere. The host calls are in comm.cc and comm_async.cc, creation in
+// (memory/staging.h) elsewhere, reduced on the GPUs (algo/staged_gpu.cc) where so configured
+// and every rank is on one node. The host calls are in comm.cc and comm_async.cc, creation in
 // comm_create.cc.
 #include <algorithm>
 #include <memory>
@@ -42,6 +43,11 @@ Status Comm::execute_device(const AllreduceOp& op) {
   if (ipc && !small) {
     bool ran = false;
     Status st = execute_ipc(op, &ran);
+    if (!st.ok() || ran) return st;
+  }
+  if (ipc && bytes >= config_.cuda_staged_gpu_min) {
+    bool ran = false;
+    Status st = execute_staged_gpu(op, &ran);
     if (!st.ok() || ran) return st;
   }
   return execute_staged(op);
@@ -165,6 +171,45 @@ Status Comm::execute_flags(const AllreduceOp& op, bool* ran) {
                 rank(), static_cast<unsigned long long>(flags_.seq), config_.timeout_s, waited_for);
     }
   }
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+Status Comm::execute_staged_gpu(const AllreduceOp& op, bool* ran) {
+  *ran = false;
+  // This rank's part: a device object with the slots registered (kept across calls; made
+  // again for another device). Where it cannot, it still takes part, voting no.
+  StagedGpu& g = staged_gpu_;
+  if (g.device != op.device) {
+    g.dev.reset();  // unregisters the slots before another object registers them
+    g.slots_device = nullptr;
+    g.device = op.device;
+    std::unique_ptr<DeviceIpc> dev;
+    void* slots = nullptr;
+    if (make_ipc_(op.device, &dev).ok() &&
+        dev->map_host(shm_->slots_begin(), shm_->slots_bytes(), &slots).ok()) {
+      g.dev = std::move(dev);
+      g.slots_device = static_cast<uint8_t*>(slots);
+    }
+  }
+  // The copies read the input as soon as this call runs.
+  const bool local =
+      g.dev != nullptr && g.dev->wait_stream(op.on_stream ? op.stream : nullptr).ok();
+  const StagedGpuArgs args{*transport_,
+                           *shm_,
+                           scratch_,
+                           local ? g.dev.get() : nullptr,
+                           g.slots_device,
+                           op.dtype,
+                           op.op,
+                           op.red.elem_size,
+                           op.red.kind,
+                           static_cast<const uint8_t*>(op.send),
+                           static_cast<uint8_t*>(op.recv),
+                           op.count};
+  ran_ = Algo::kStagedGpu;
+  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+  Status st = transport_->end_op(allreduce_staged_gpu(args, ran));
   if (!st.ok()) fail(st);
   return st;
 }

@@ -113,6 +113,12 @@ const ConfigRow kRows[] = {
      "area of twice this size (measured on an H100 with 2-8 ranks on the GPU: 1.8-2.4x "
      "faster than the one-shot at 256K and 1M, 1.4-1.8x faster than the two-shot at 2M, "
      "slower at 4M with 4 and 8 ranks). Set it alike on all ranks."},
+    {"COLLX_CUDA_STAGED_GPU_MIN", "bytes", "off",
+     "CUDA device buffers that are staged through host memory (CUDA IPC does not serve them), "
+     "of at least this size and with every rank on one node: each rank copies its chunks into "
+     "the node's shared memory, registered with its GPU, and a kernel on every GPU reduces all "
+     "ranks' chunks, instead of the host algorithms (the CPU then neither copies nor reduces). "
+     "off: never. Off by default until it is measured on a GPU. Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
@@ -238,6 +244,12 @@ Status load_config(Config* out, char** env) {
     } else if (name == "COLLX_CUDA_FLAGS_MAX") {
       if (!parse_bytes(v, &c.cuda_flags_max) || c.cuda_flags_max > (size_t{1} << 30)) {
         return bad(row.name, v, "a size of at most 1G such as 64K (0: off)");
+      }
+    } else if (name == "COLLX_CUDA_STAGED_GPU_MIN") {
+      if (v == "off") {
+        c.cuda_staged_gpu_min = SIZE_MAX;
+      } else if (!parse_bytes(v, &c.cuda_staged_gpu_min)) {
+        return bad(row.name, v, "a size such as 1M, or off");
       }
     } else if (name == "COLLX_CMA_MIN") {
       if (!parse_bytes(v, &c.cma_min)) return bad(row.name, v, "a size such as 16K");

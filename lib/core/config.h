@@ -47,6 +47,9 @@ struct Config {
   size_t cuda_ipc_min_timesliced = 2 << 20;
   // Device buffers of up to this size: the one-kernel allreduce (cuda/flags.h); 0: never.
   size_t cuda_flags_max = 2 << 20;
+  // Staged device buffers of at least this size, every rank on one node: staged_gpu
+  // (algo/staged_gpu.cc) instead of the host algorithms; SIZE_MAX ("off"): never.
+  size_t cuda_staged_gpu_min = SIZE_MAX;
   bool profile = false;      // COLLX_PROFILE
   std::string profile_file;  // COLLX_PROFILE_FILE
   bool mpi = true;           // PMPI interposer on

@@ -1,11 +1,13 @@
 // The CUDA IPC allreduce's device over the CUDA driver (memory/device_ipc.h).
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "collx_build_config.h"
 #include "memory/cuda_driver.h"
@@ -31,6 +33,7 @@ class CudaDeviceIpc final : public DeviceIpc {
     Scope scope(pc_);
     if (!scope.status.ok()) return;
     if (stream_ != nullptr) d_.stream_synchronize(stream_);
+    for (void* p : registered_) d_.host_unregister(p);
     for (CUdeviceptr p : {scratch_.p, chain_.p, area_.p}) {
       if (p != 0) d_.mem_free(p);
     }
@@ -160,6 +163,32 @@ class CudaDeviceIpc final : public DeviceIpc {
     return pc_.check(d_.copy_device(reinterpret_cast<CUdeviceptr>(dst),
                                     reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
                      "cuMemcpyDtoDAsync");
+  }
+
+  // The range, widened to whole pages (registration pins pages), registered once.
+  Status map_host(void* host, size_t bytes, void** device) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(host) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(host) + bytes + page - 1) / page * page;
+    void* base = reinterpret_cast<void*>(begin);
+    constexpr unsigned kPortableMapped = 0x01 | 0x02;  // CU_MEMHOSTREGISTER_PORTABLE|DEVICEMAP
+    COLLX_TRY(pc_.check(d_.host_register(base, end - begin, kPortableMapped),
+                        "cuMemHostRegister of the node's shared memory"));
+    registered_.push_back(base);
+    CUdeviceptr p = 0;
+    COLLX_TRY(pc_.check(d_.host_device_pointer(&p, base, 0), "cuMemHostGetDevicePointer"));
+    *device = reinterpret_cast<void*>(p + (reinterpret_cast<uintptr_t>(host) - begin));
+    return Status();
+  }
+
+  Status copy_to_host(void* host, const void* device_src, size_t bytes) override {
+    Scope scope(pc_);
+    COLLX_TRY(scope.status);
+    return pc_.check(
+        d_.copy_to_host(host, reinterpret_cast<CUdeviceptr>(device_src), bytes, stream_),
+        "cuMemcpyDtoHAsync");
   }
 
   Status synchronize() override {
@@ -318,6 +347,7 @@ class CudaDeviceIpc final : public DeviceIpc {
 #endif
   void* user_done_ = nullptr;  // recorded on the caller's stream
   std::map<DeviceUuid, bool> reach_;
+  std::vector<void*> registered_;  // map_host's ranges (page-aligned starts)
 };
 
 }  // namespace

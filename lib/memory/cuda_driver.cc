@@ -93,6 +93,9 @@ void load() {
       find(lib, "cuEventRecord", &d.event_record) &&
       find(lib, "cuEventSynchronize", &d.event_synchronize) &&
       find(lib, "cuMemHostAlloc", &d.host_alloc) && find(lib, "cuMemFreeHost", &d.host_free) &&
+      find(lib, "cuMemHostRegister_v2", &d.host_register) &&
+      find(lib, "cuMemHostUnregister", &d.host_unregister) &&
+      find(lib, "cuMemHostGetDevicePointer_v2", &d.host_device_pointer) &&
       find(lib, "cuMemcpyDtoHAsync_v2", &d.copy_to_host) &&
       find(lib, "cuMemcpyHtoDAsync_v2", &d.copy_to_device) &&
       find(lib, "cuMemcpyDtoDAsync_v2", &d.copy_device) && find(lib, "cuMemcpy", &d.copy) &&

@@ -42,6 +42,9 @@ struct Driver {
   CUresult (*event_synchronize)(void*);
   CUresult (*host_alloc)(void**, size_t, unsigned);
   CUresult (*host_free)(void*);
+  CUresult (*host_register)(void*, size_t, unsigned);
+  CUresult (*host_unregister)(void*);
+  CUresult (*host_device_pointer)(CUdeviceptr*, void*, unsigned);
   CUresult (*copy_to_host)(void*, CUdeviceptr, size_t, void*);
   CUresult (*copy_to_device)(CUdeviceptr, const void*, size_t, void*);
   CUresult (*copy_device)(CUdeviceptr, CUdeviceptr, size_t, void*);

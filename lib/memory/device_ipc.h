@@ -50,6 +50,12 @@ class DeviceIpc : public IpcOpener {
   virtual Status reduce(void* dst, const void* const* in, int n, size_t count,
                         collx_dtype_t dtype, collx_op_t op, int ranks) = 0;
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // staged_gpu: host memory the kernels read. map_host registers [host, host + bytes) with the
+  // driver (page-locked, mapped into the device's address space; this object unregisters it
+  // when destroyed) and gives the device address of `host`: call it once per range.
+  // copy_to_host is queued work like copy, from device memory to such host memory.
+  virtual Status map_host(void* host, size_t bytes, void** device) = 0;
+  virtual Status copy_to_host(void* host, const void* device_src, size_t bytes) = 0;
   // Blocks until all work queued so far has finished.
   virtual Status synchronize() = 0;
 

@@ -12,7 +12,8 @@ constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
                                   "shm_one_shot",       "shm_two_shot", "shm_cma",
                                   "hierarchical",       "cuda_ipc_one_shot",
-                                  "cuda_ipc_two_shot",  "cuda_ipc_flags", "staged"};
+                                  "cuda_ipc_two_shot",  "cuda_ipc_flags", "staged",
+                                  "staged_gpu"};
 static_assert(std::size(kNames) == static_cast<size_t>(Algo::kCount));
 // The algorithms of the table (host memory); the others are chosen for device buffers.
 constexpr size_t kTableAlgos = static_cast<size_t>(Algo::kHierarchical) + 1;

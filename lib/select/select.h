@@ -27,6 +27,7 @@ enum class Algo : uint8_t {
   kCudaIpcTwoShot,
   kCudaIpcFlags,  // one kernel per call, device flags (small messages)
   kStaged,  // through host memory, chunk by chunk, each chunk by the table's algorithm
+  kStagedGpu,  // through the node's shared host memory, chunk by chunk, reduced by the GPUs
   kCount
 };
 inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShmCma; }

@@ -39,11 +39,15 @@ struct alignas(64) ShmBuffers {
 };
 
 // cuda_ipc_*: a rank's description of its device buffers (algo/cuda_ipc.cc lays it out),
-// written before `ready` is published; its vote, written before `voted` is.
+// written before `ready` is published; its vote, written before `voted` is. staged_gpu: its
+// vote in a call's first epoch e, at staged_vote[e & 1], written before `ready` is published
+// (in the padding of the last line: the layout's size is unchanged).
 struct alignas(64) ShmIpcArea {
   uint8_t descriptor[256];
   uint32_t vote;
+  uint32_t staged_vote[2];
 };
+static_assert(sizeof(ShmIpcArea) == 320);
 
 // shm_one_shot for messages of at most kBytes: the input travels in the line of the flag that
 // says it is there, so a peer gets both in one cache-line transfer. Two lines, used alternately
@@ -93,6 +97,9 @@ class ShmChannel {
     const size_t area = epoch % areas_;
     return data_ + (area * static_cast<size_t>(size_) + static_cast<size_t>(r)) * chunk_;
   }
+  // Every rank's input areas (the slots of every epoch), for staged_gpu to register with CUDA.
+  uint8_t* slots_begin() const { return data_; }
+  size_t slots_bytes() const { return areas_ * static_cast<size_t>(size_) * chunk_; }
   // The reduced chunk of an epoch (areas_ of them, used in turn).
   uint8_t* result(uint64_t epoch) const {
     return data_ + (areas_ * static_cast<size_t>(size_) + epoch % areas_) * chunk_;
