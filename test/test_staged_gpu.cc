@@ -108,6 +108,25 @@ TEST_CASE("staged_gpu: only from its size; where any rank cannot take part, all 
   }
 }
 
+TEST_CASE("staged_gpu: only on one node: ranks on two nodes stage through the host algorithms") {
+  run_ranks(
+      4, {staged_gpu_config()},
+      [&](int rank, std::vector<Comm*>& comms) {
+        Comm& c = *comms[0];
+        Fakes f;
+        f.attach(c);
+        std::vector<int32_t> buf = int_buffer(f, rank);
+        const Status st =
+            c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_INT32, COLLX_SUM));
+        TCHECK(st.message() == "");
+        TCHECK(buf[0] == int_sum(4, 0));
+        TCHECK(buf[2999] == int_sum(4, 2999));
+        TCHECK(c.last_algo() == Algo::kStaged);
+        TCHECK(f.ipc_made == 0);
+      },
+      true, {0, 0, 1, 1});
+}
+
 TEST_CASE("staged_gpu: COLLX_CUDA=0 stages through the host algorithms; the stream is waited for") {
   Config off = staged_gpu_config();
   off.cuda_ipc = false;
