@@ -108,6 +108,32 @@ TEST_CASE("staged_gpu: only from its size; where any rank cannot take part, all 
   }
 }
 
+TEST_CASE("staged_gpu: not where ranks share a GPU without MPS (kernels would wait for slices)") {
+  struct Case {
+    const char* what;
+    bool mps;
+    bool one_gpu;
+    bool gpu_path;
+  };
+  for (const Case k : {Case{"one GPU, no MPS", false, true, false},
+                       Case{"one GPU, MPS", true, true, true},
+                       Case{"a GPU each, no MPS", false, false, true}}) {
+    INFO(k.what);
+    run_ranks(3, {staged_gpu_config()}, [&](int rank, std::vector<Comm*>& comms) {
+      Comm& c = *comms[0];
+      Fakes f;
+      f.attach(c, k.one_gpu ? 7 : static_cast<uint8_t>(rank));
+      f.setup = [&](FakeDeviceIpc& d) { d.on_mps = k.mps; };
+      std::vector<int32_t> buf = int_buffer(f, rank);
+      const Status st =
+          c.allreduce(device_op(c, buf.data(), buf.data(), buf.size(), COLLX_INT32, COLLX_SUM));
+      TCHECK(st.message() == "");
+      TCHECK(buf[2999] == int_sum(3, 2999));
+      TCHECK(c.last_algo() == (k.gpu_path ? Algo::kStagedGpu : Algo::kStaged));
+    });
+  }
+}
+
 TEST_CASE("staged_gpu: only on one node: ranks on two nodes stage through the host algorithms") {
   run_ranks(
       4, {staged_gpu_config()},

@@ -18,9 +18,12 @@
 // and writes a slot of epoch e only after seeing every rank's `ready` of e-1, so a slot is
 // never overwritten while a peer's kernel may read it; nothing is read once a rank returns.
 //
-// The first epoch carries each rank's vote (it has a device object and the registered
-// segment, and its first copy worked) and the call check (algo/shm_sync.h). A rank whose GPU
-// work fails later publishes `aborted` for the epoch the others wait on, so they stop at once.
+// The first epoch carries each rank's GPU, whether it runs under MPS, and its vote (it has a
+// device object and the registered segment, and its first copy worked), and the call check
+// (algo/shm_sync.h). Where any rank votes no, or two ranks share a GPU without MPS (whose
+// kernels would each wait for a time slice), every rank returns having reduced nothing, for
+// the host algorithms to stage the call. A rank whose GPU work fails later publishes
+// `aborted` for the epoch the others wait on, so they stop at once.
 #include <algorithm>
 #include <cstring>
 
@@ -50,14 +53,29 @@ Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran) {
     const Status synced = a.dev->synchronize();
     can = st.ok() && synced.ok();
   }
-  ch.flags(r).ipc.staged_vote[e & 1] = can ? 1 : 0;
+  ShmStagedHead& mine = ch.flags(r).ipc.staged[e & 1];
+  mine = ShmStagedHead{};
+  if (a.dev != nullptr) {
+    const DeviceUuid id = a.dev->uuid();
+    std::memcpy(mine.device, id.bytes.data(), sizeof mine.device);
+    mine.mps = a.dev->mps() ? 1 : 0;
+  }
+  mine.vote = can ? 1 : 0;
   const uint64_t word = shm_call_word(a.count, a.kind);
   shm_set_call(ch, e, word);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "copy its first chunk to the host"));
   COLLX_TRY(shm_check_calls(a.t, ch, e, word));
   for (int q = 0; q < p; ++q) {
-    if (ch.flags(q).ipc.staged_vote[e & 1] == 0) return Status();
+    const ShmStagedHead& hq = ch.flags(q).ipc.staged[e & 1];
+    if (hq.vote == 0) return Status();
+    // Where two ranks share a GPU without MPS, each kernel would wait for a time slice
+    // (hundreds of microseconds): the host algorithms stage instead.
+    for (int o = q + 1; o < p; ++o) {
+      const ShmStagedHead& ho = ch.flags(o).ipc.staged[e & 1];
+      const bool same_gpu = std::memcmp(hq.device, ho.device, sizeof hq.device) == 0;
+      if (same_gpu && (hq.mps == 0 || ho.mps == 0)) return Status();
+    }
   }
   *ran = true;
 

@@ -117,8 +117,9 @@ const ConfigRow kRows[] = {
      "CUDA device buffers that are staged through host memory (CUDA IPC does not serve them), "
      "of at least this size and with every rank on one node: each rank copies its chunks into "
      "the node's shared memory, registered with its GPU, and a kernel on every GPU reduces all "
-     "ranks' chunks, instead of the host algorithms (the CPU then neither copies nor reduces). "
-     "off: never. Off by default until it is measured on a GPU. Set it alike on all ranks."},
+     "ranks' chunks, instead of the host algorithms (the CPU then neither copies nor reduces); "
+     "not where ranks share a GPU without MPS. off: never. Off by default until it is "
+     "measured on a GPU. Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
