@@ -34,6 +34,7 @@
 #include <cstring>
 
 #include "algo/algo.h"
+#include "algo/gpu_head.h"
 #include "algo/rank_math.h"
 #include "algo/shm_sync.h"
 #include "memory/device_ipc.h"
@@ -44,45 +45,21 @@ namespace collx {
 namespace {
 
 // What a rank writes into its ShmIpcArea before publishing `ready`.
-struct DescriptorHead {
-  DeviceUuid device;
-  uint32_t exported;  // send and recv are valid
-  uint32_t mps;       // its device work goes through MPS
-};
 struct Descriptor {
-  DescriptorHead head;
+  GpuHead head;  // ok: send and recv are valid
   IpcExport send, recv;
 };
 static_assert(sizeof(Descriptor) <= sizeof(ShmIpcArea::descriptor));
 
-// This rank's head: its GPU (none without a device object) and whether it exported.
-DescriptorHead head_for(DeviceIpc* dev, bool exported) {
-  DescriptorHead h{};
-  if (dev != nullptr) {
-    h.device = dev->uuid();
-    h.mps = dev->mps() ? 1 : 0;
-  }
-  h.exported = dev != nullptr && exported ? 1 : 0;
-  return h;
-}
-
-DescriptorHead head_of(const ShmChannel& ch, int q) {
-  DescriptorHead h;
+GpuHead head_of(const ShmChannel& ch, int q) {
+  GpuHead h;
   std::memcpy(&h, ch.flags(q).ipc.descriptor, sizeof h);
   return h;
 }
 
 // Whether two ranks' descriptors name the same GPU and one of them works on it without MPS.
-bool timesliced(const ShmChannel& ch) {
-  const int p = ch.size();
-  for (int q = 0; q < p; ++q) {
-    const DescriptorHead hq = head_of(ch, q);
-    for (int s = q + 1; s < p; ++s) {
-      const DescriptorHead hs = head_of(ch, s);
-      if (hq.device == hs.device && (hq.mps == 0 || hs.mps == 0)) return true;
-    }
-  }
-  return false;
+bool descriptors_timesliced(const ShmChannel& ch) {
+  return timesliced(ch.size(), [&](int q) { return head_of(ch, q); });
 }
 
 // Describes this rank's buffers, waits for every rank's description, opens the peers'
@@ -93,7 +70,7 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
-  mine.head = head_for(a.dev, a.exported);
+  mine.head = gpu_head(a.dev, a.exported);
   mine.send = a.send_x;
   mine.recv = a.recv_x;
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
@@ -104,12 +81,12 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
   // the communicator has staged already, without describing anything.)
   const size_t bytes = a.count * a.elem_size;
   if (bytes < std::max(a.ipc_min, a.ipc_min_timesliced) &&
-      bytes < (timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
+      bytes < (descriptors_timesliced(ch) ? a.ipc_min_timesliced : a.ipc_min)) {
     *ran = false;
     return Status();
   }
 
-  bool ok = mine.head.exported != 0;
+  bool ok = mine.head.ok != 0;
   for (int q = 0; q < p && ok; ++q) {
     if (q == r) {
       send_of[q] = a.send;
@@ -118,7 +95,7 @@ Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint
     }
     Descriptor d;
     std::memcpy(&d, ch.flags(q).ipc.descriptor, sizeof d);
-    ok = d.head.exported != 0 && a.dev->can_reach(d.head.device);
+    ok = d.head.ok != 0 && a.dev->can_reach(d.head.device);
     void* send_base = nullptr;
     void* recv_base = nullptr;
     ok = ok && a.peers->map(q, d.send, &send_base).ok() &&
@@ -224,12 +201,12 @@ Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, vo
   void* area = nullptr;
   bool ok = a.dev != nullptr && p <= kFlagsMaxRanks && a.dev->flag_area(a.max_bytes, &area).ok() &&
             a.dev->export_handle(area, &mine.send.handle).ok();
-  mine.head = head_for(a.dev, ok);
+  mine.head = gpu_head(a.dev, ok);
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "describe its flag area"));
   // Kernels that wait for each other must run at once: not where the GPU time-slices.
-  ok = ok && !timesliced(ch);
+  ok = ok && !descriptors_timesliced(ch);
   bool opened[kFlagsMaxRanks] = {};
   for (int q = 0; q < p && ok; ++q) {
     if (q == r) {
@@ -238,7 +215,7 @@ Status cuda_flags_setup(const CudaFlagsSetupArgs& a, bool* on, bool* one_gpu, vo
     }
     Descriptor d;
     std::memcpy(&d, ch.flags(q).ipc.descriptor, sizeof d);
-    ok = d.head.exported != 0 && a.dev->can_reach(d.head.device) &&
+    ok = d.head.ok != 0 && a.dev->can_reach(d.head.device) &&
          a.dev->open(q, d.send.handle, &areas[q]).ok();
     opened[q] = ok;
     *one_gpu = *one_gpu && d.head.device == mine.head.device;

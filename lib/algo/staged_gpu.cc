@@ -28,11 +28,14 @@
 #include <cstring>
 
 #include "algo/algo.h"
+#include "algo/gpu_head.h"
 #include "algo/shm_sync.h"
 #include "memory/device_ipc.h"
 #include "transport/shm.h"
 
 namespace collx {
+
+static_assert(sizeof(GpuHead) <= sizeof(ShmIpcArea::staged[0]));
 
 Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran) {
   *ran = false;
@@ -47,36 +50,28 @@ Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran) {
   };
 
   uint64_t e = ch.next_epoch();
-  bool can = a.dev != nullptr;
+  bool can = a.dev != nullptr;  // and its first copy worked
   if (can) {
     Status st = copy_in(0, e);
     const Status synced = a.dev->synchronize();
     can = st.ok() && synced.ok();
   }
-  ShmStagedHead& mine = ch.flags(r).ipc.staged[e & 1];
-  mine = ShmStagedHead{};
-  if (a.dev != nullptr) {
-    const DeviceUuid id = a.dev->uuid();
-    std::memcpy(mine.device, id.bytes.data(), sizeof mine.device);
-    mine.mps = a.dev->mps() ? 1 : 0;
-  }
-  mine.vote = can ? 1 : 0;
+  const GpuHead mine = gpu_head(a.dev, can);
+  std::memcpy(ch.flags(r).ipc.staged[e & 1], &mine, sizeof mine);
   const uint64_t word = shm_call_word(a.count, a.kind);
   shm_set_call(ch, e, word);
   shm_publish(ch, &ShmRankFlags::ready, e);
   COLLX_TRY(shm_wait_all(a.t, ch, &ShmRankFlags::ready, e, "copy its first chunk to the host"));
   COLLX_TRY(shm_check_calls(a.t, ch, e, word));
+  const auto head_of = [&](int q) {
+    GpuHead h;
+    std::memcpy(&h, ch.flags(q).ipc.staged[e & 1], sizeof h);
+    return h;
+  };
   for (int q = 0; q < p; ++q) {
-    const ShmStagedHead& hq = ch.flags(q).ipc.staged[e & 1];
-    if (hq.vote == 0) return Status();
-    // Where two ranks share a GPU without MPS, each kernel would wait for a time slice
-    // (hundreds of microseconds): the host algorithms stage instead.
-    for (int o = q + 1; o < p; ++o) {
-      const ShmStagedHead& ho = ch.flags(o).ipc.staged[e & 1];
-      const bool same_gpu = std::memcmp(hq.device, ho.device, sizeof hq.device) == 0;
-      if (same_gpu && (hq.mps == 0 || ho.mps == 0)) return Status();
-    }
+    if (head_of(q).ok == 0) return Status();
   }
+  if (timesliced(p, head_of)) return Status();
   *ran = true;
 
   uint8_t* space = nullptr;

@@ -38,21 +38,14 @@ struct alignas(64) ShmBuffers {
   std::atomic<uint64_t> call[2];
 };
 
-// staged_gpu: a rank's GPU and its vote in a call's first epoch e, at ShmIpcArea::staged[e & 1],
-// written before `ready` is published.
-struct ShmStagedHead {
-  uint8_t device[16];  // the GPU's UUID
-  uint32_t mps;        // its work goes through MPS
-  uint32_t vote;       // it can take part
-};
-
 // cuda_ipc_*: a rank's description of its device buffers (algo/cuda_ipc.cc lays it out),
-// written before `ready` is published; its vote, written before `voted` is. staged_gpu's
-// heads are in the padding of the last line: the layout's size is unchanged.
+// written before `ready` is published; its vote, written before `voted` is. staged_gpu: a
+// rank's GPU and vote (algo/gpu_head.h) in a call's first epoch e, at staged[e & 1], written
+// before `ready` is published, in the padding of the last line (the size is unchanged).
 struct alignas(64) ShmIpcArea {
   uint8_t descriptor[256];
   uint32_t vote;
-  ShmStagedHead staged[2];
+  uint8_t staged[2][24];
 };
 static_assert(sizeof(ShmIpcArea) == 320);
 
