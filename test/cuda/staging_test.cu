@@ -1,10 +1,12 @@
 // Device buffers through collx_allreduce over real processes (`cuda_staging_test N` forks N
 // ranks, bootstrapped through a shared-memory allgather: the GPU machine has no MPI):
-// over CUDA IPC (the default within a node) or staged (COLLX_CUDA=0), with cudaMalloc'd buffers across the count x dtype x op x in-place matrix,
-// bitwise against the exact reference and across ranks; collx_allreduce_stream ordered
-// between copies queued on the caller's stream; a buffer freed and allocated again at the
-// same address between calls; collx_iallreduce on device buffers. Ranks share GPUs round
-// robin, so several ranks per GPU is the usual case. Exits 77 (skipped) without a GPU.
+// over CUDA IPC (the default within a node) or staged (COLLX_CUDA=0), with cudaMalloc'd
+// buffers across the count x dtype x op x in-place matrix, bitwise against the exact
+// reference and across ranks; collx_allreduce_stream ordered between copies queued on the
+// caller's stream; a buffer freed and allocated again at the same address between calls;
+// collx_iallreduce on device buffers; buffers inside a larger allocation, at offsets that
+// differ by rank, and one off its element alignment (refused). Ranks share GPUs round robin,
+// so several ranks per GPU is the usual case. Exits 77 (skipped) without a GPU.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -158,6 +160,75 @@ void nonblocking(collx_comm_t comm, int p) {
 }
 
 
+// Buffers inside one larger allocation, as frameworks pass them (tensors carved from one
+// block, views at any element): send and recv lie in the same cudaMalloc'd block, at offsets
+// that differ by rank, so the ranks' buffers sit at different 16-byte phases (each kernel's
+// packed path meets peers' buffers it cannot take as packs) and a rank's two buffers share
+// one IPC handle. Every byte of the block outside recv must be left as it was. Then a buffer
+// off its element alignment must be refused (COLLX_ERR_INVALID_ARG, nothing written), with
+// the communicator still usable afterwards.
+void interior(collx_comm_t comm, int p) {
+  const size_t max_count = (size_t{1} << 19) + 3;  // float64: 4 MiB, past the one kernel
+  const size_t region = max_count * 8 + 256;
+  const size_t block = 2 * region;
+  uint8_t* base = nullptr;
+  CUDA_OK(cudaMalloc(&base, block));
+  std::vector<uint8_t> before(block), after(block);
+  for (collx_dtype_t d : all_dtypes()) {
+    const size_t elem = collx_dtype_size(d);
+    for (size_t count : {size_t{1}, static_cast<size_t>(p) + 1, size_t{5003}, max_count}) {
+      const size_t bytes = count * elem;
+      std::vector<uint8_t> in(bytes), want(bytes);
+      fill_input(d, COLLX_SUM, g_rank, count, in.data());
+      fill_expected(d, COLLX_SUM, p, count, want.data());
+      for (bool in_place : {false, true}) {
+        uint8_t* send = base + (1 + g_rank % 4) * elem;
+        uint8_t* recv = base + region + (1 + (g_rank + 1) % 3) * elem;
+        for (size_t i = 0; i < block; ++i) before[i] = static_cast<uint8_t>(i * 131 + g_rank);
+        std::memcpy(before.data() + ((in_place ? recv : send) - base), in.data(), bytes);
+        CUDA_OK(cudaMemcpy(base, before.data(), block, cudaMemcpyHostToDevice));
+        const collx_status_t st = collx_allreduce(in_place ? COLLX_IN_PLACE : send, recv,
+                                                  count, d, COLLX_SUM, comm);
+        CUDA_OK(cudaMemcpy(after.data(), base, block, cudaMemcpyDeviceToHost));
+        const std::string what = std::string("interior buffers, ") + collx_dtype_name(d) +
+                                 " count " + std::to_string(count) +
+                                 (in_place ? " in place" : "");
+        expect(st == COLLX_SUCCESS, what + ": status");
+        const size_t at = recv - base;
+        expect(std::memcmp(after.data() + at, want.data(), bytes) == 0, what + ": result");
+        expect(std::memcmp(after.data(), before.data(), at) == 0 &&
+                   std::memcmp(after.data() + at + bytes, before.data() + at + bytes,
+                               block - at - bytes) == 0,
+               what + ": the rest of the block untouched");
+        expect(same_everywhere(collx::fnv1a(after.data() + at, bytes)),
+               what + ": identical on every rank");
+      }
+    }
+  }
+  // float32 two bytes past its alignment, on every rank (the check is each rank's own).
+  const size_t count = 4096;
+  for (size_t i = 0; i < block; ++i) before[i] = static_cast<uint8_t>(i * 7);
+  CUDA_OK(cudaMemcpy(base, before.data(), block, cudaMemcpyHostToDevice));
+  const collx_status_t st = collx_allreduce(base + 2, base + region + 2, count, COLLX_FLOAT32,
+                                            COLLX_SUM, comm);
+  CUDA_OK(cudaMemcpy(after.data(), base, block, cudaMemcpyDeviceToHost));
+  expect(st == COLLX_ERR_INVALID_ARG, "misaligned device buffer: refused");
+  expect(after == before, "misaligned device buffer: nothing written");
+  CUDA_OK(cudaFree(base));
+  float* buf = nullptr;
+  std::vector<float> in(count), want(count), got(count);
+  fill_input(COLLX_FLOAT32, COLLX_SUM, g_rank, count, in.data());
+  fill_expected(COLLX_FLOAT32, COLLX_SUM, p, count, want.data());
+  CUDA_OK(cudaMalloc(&buf, count * sizeof(float)));
+  CUDA_OK(cudaMemcpy(buf, in.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  expect(collx_allreduce(COLLX_IN_PLACE, buf, count, COLLX_FLOAT32, COLLX_SUM, comm) ==
+             COLLX_SUCCESS,
+         "after the refusal: status");
+  CUDA_OK(cudaMemcpy(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost));
+  expect(got == want, "after the refusal: result");
+  CUDA_OK(cudaFree(buf));
+}
+
 // One rank: returns 0 (all passed), 1 (a failure) or 77 (no GPU).
 int run_rank(Board* board, int rank, int p) {
   int devices = 0;
@@ -176,6 +247,7 @@ int run_rank(Board* board, int rank, int p) {
   on_stream(comm, p);
   reallocated(comm, p);
   nonblocking(comm, p);
+  interior(comm, p);
   expect(collx_comm_destroy(comm) == COLLX_SUCCESS, "comm destroy");
   collx_finalize();
   std::printf("rank %d: %d passed, %d failed\n", rank, g_passed, g_failed);
