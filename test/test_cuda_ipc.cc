@@ -214,6 +214,29 @@ TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress
   });
 }
 
+TEST_CASE("CUDA flags: a call on another device is refused, and the communicator fails") {
+  // The peers' kernels would wait for this rank's flags on the first device: it cannot go on
+  // in step with them (COLLX_CUDA_FLAGS_MAX=0 lets a communicator change devices).
+  run_ranks(2, {flags_config(64 << 10)}, [&](int, std::vector<Comm*>& comms) {
+    FlagsRank me(*comms[0]);
+    Status st = me.call();  // sets up on device 0, then reduces
+    TCHECK(st.ok());
+    std::vector<float> other(100, 1.0f);
+    me.f.devs.device_memory(other.data(), other.size() * 4, 1);
+    st = me.c.allreduce(
+        device_op(me.c, other.data(), other.data(), other.size(), COLLX_FLOAT32, COLLX_SUM));
+    TCHECK(st.code() == COLLX_ERR_INVALID_ARG);
+    TCHECK(st.message().find("400 bytes on device 1, but this communicator's one-kernel "
+                             "allreduce runs on device 0") != std::string::npos);
+    TCHECK(other[0] == 1.0f);
+    TCHECK(other[99] == 1.0f);
+    TCHECK(me.f.ipc->flags_calls == 1);
+    st = me.call();
+    TCHECK(st.code() == COLLX_ERR_COMM_FAILED);
+    TCHECK(me.buf[0] == 2.0f);  // the first call's result, not touched since
+  });
+}
+
 TEST_CASE("CUDA IPC cache: opens on the first call, none after; a reallocation reopens") {
   run_ranks(3, {config_for("auto")}, [&](int rank, std::vector<Comm*>& comms) {
     Comm& c = *comms[0];
