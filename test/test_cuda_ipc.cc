@@ -217,6 +217,7 @@ TEST_CASE("CUDA flags: a rank waiting for a late peer runs its thread's progress
 TEST_CASE("CUDA flags: a call on another device is refused, and the communicator fails") {
   // The peers' kernels would wait for this rank's flags on the first device: it cannot go on
   // in step with them (COLLX_CUDA_FLAGS_MAX=0 lets a communicator change devices).
+  std::barrier<> done(2);  // no rank frees its flag area while a peer's first call may read it
   run_ranks(2, {flags_config(64 << 10)}, [&](int, std::vector<Comm*>& comms) {
     FlagsRank me(*comms[0]);
     Status st = me.call();  // sets up on device 0, then reduces
@@ -234,6 +235,7 @@ TEST_CASE("CUDA flags: a call on another device is refused, and the communicator
     st = me.call();
     TCHECK(st.code() == COLLX_ERR_COMM_FAILED);
     TCHECK(me.buf[0] == 2.0f);  // the first call's result, not touched since
+    done.arrive_and_wait();  // a failed communicator cannot shut down in step
   });
 }
 
