@@ -4,22 +4,33 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "transport/ucx.h"
 
 using namespace collx;
 
+namespace {
+
+std::unique_ptr<UcxWorker> make_worker() {
+  UcxWorker* w = nullptr;
+  REQUIRE(UcxWorker::create(&w).ok());
+  return std::unique_ptr<UcxWorker>(w);
+}
+
+}  // namespace
+
 TEST_CASE("UCX endpoints: shared, kept after their last user, closed at once after an error",
           "[ucx]") {
-  UcxWorker* a = nullptr;
-  UcxWorker* b = nullptr;
-  REQUIRE(UcxWorker::create(&a).ok());
-  std::unique_ptr<UcxWorker> owned_a(a);
-  REQUIRE(UcxWorker::create(&b).ok());
-  std::unique_ptr<UcxWorker> owned_b(b);
+  std::unique_ptr<UcxWorker> owned_a = make_worker(), owned_b = make_worker();
+  UcxWorker* a = owned_a.get();
+  UcxWorker* b = owned_b.get();
   PeerWatch* w = nullptr;
   ucp_ep_h first = nullptr, other = nullptr;
   void* closing = nullptr;
@@ -60,4 +71,70 @@ TEST_CASE("UCX endpoints: shared, kept after their last user, closed at once aft
   owned_a.reset();
   stop = true;
   peer.join();
+}
+
+TEST_CASE("UCX over TCP alone: every eager send is zero-copy, so none ends before the socket "
+          "took it", "[ucx]") {
+  // What ucp_context_print_info lists: this VM's resources, and others.
+  const std::string vm =
+      "#      resource 0  :  md 0  dev 0  flags -- self/memory0\n"
+      "#      resource 1  :  md 1  dev 1  flags -- tcp/lo\n"
+      "#      resource 2  :  md 1  dev 2  flags -- tcp/eth0\n"
+      "#      resource 3  :  md 2  dev 3  flags -- sysv/memory\n"
+      "#      resource 4  :  md 3  dev 3  flags -- posix/memory\n"
+      "#      resource 5  :  md 4  dev 3  flags -- cma/memory\n";
+  CHECK(tcp_is_the_only_network(vm));
+  CHECK(tcp_is_the_only_network(  // GPU copies are not a network
+      vm + "#      resource 6  :  md 5  dev 4  flags -- cuda_ipc/cuda\n"));
+  CHECK_FALSE(tcp_is_the_only_network(
+      vm + "#      resource 6  :  md 5  dev 4  flags -- rc_mlx5/mlx5_0:1\n"));
+  CHECK_FALSE(tcp_is_the_only_network(
+      vm + "#      resource 6  :  md 5  dev 4  flags -- ud_verbs/mlx5_0:1\n"));
+  CHECK_FALSE(tcp_is_the_only_network(  // memory within the node only: no network at all
+      "#      resource 0  :  md 0  dev 0  flags -- posix/memory\n"));
+  CHECK_FALSE(tcp_is_the_only_network(""));
+
+  // On this machine: an endpoint to a peer on another node (peer error mode) sends every
+  // tagged message zero-copy where TCP is the only network, and as UCX chooses otherwise or
+  // where UCX_ZCOPY_THRESH says.
+  auto protocols = [](const char* zcopy_env, bool* zcopy_always) {
+    collx::test::ScopedEnv env("UCX_ZCOPY_THRESH", zcopy_env);
+    std::unique_ptr<UcxWorker> owned_a = make_worker(), owned_b = make_worker();
+    UcxWorker* a = owned_a.get();
+    UcxWorker* b = owned_b.get();
+    *zcopy_always = a->zcopy_always();
+    char* text = nullptr;
+    size_t len = 0;
+    void* closing = nullptr;
+    {
+      LockGuard g(*a);
+      PeerWatch* w = a->watch(b->address(), 0);
+      ucp_ep_h ep = nullptr;
+      REQUIRE(a->endpoint(w, b->address(), false, &ep).ok());
+      FILE* f = open_memstream(&text, &len);
+      REQUIRE(f != nullptr);
+      ucp_ep_print_info(ep, f);
+      fclose(f);
+      closing = a->release_endpoint(w, true);
+    }
+    std::string info(text, len);
+    free(text);
+    std::vector<void*> reqs{closing};
+    ucs_status_t failure = UCS_OK;
+    a->complete_all(reqs, 5, &failure);
+    return info;
+  };
+  bool zcopy_always = false;
+  const std::string chosen = protocols(nullptr, &zcopy_always);
+  if (!zcopy_always) {
+    WARN("this machine has a network besides TCP: UCX's own protocol choice is kept");
+  } else {
+    INFO(chosen);
+    CHECK(chosen.find("tag_send: 0..<egr/zcopy>") != std::string::npos);
+    CHECK(chosen.find("egr/short") == std::string::npos);
+  }
+  const std::string set = protocols("8k", &zcopy_always);
+  CHECK_FALSE(zcopy_always);  // the user's UCX_ZCOPY_THRESH stands
+  INFO(set);
+  CHECK(set.find("tag_send: 0..<egr/zcopy>") == std::string::npos);
 }

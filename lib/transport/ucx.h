@@ -50,6 +50,8 @@ class UcxWorker {
   ~UcxWorker();
 
   ucp_worker_h worker() const { return worker_; }
+  // Every eager send is zero-copy (TCP the only network; see create()).
+  bool zcopy_always() const { return zcopy_always_; }
   const std::vector<uint8_t>& address() const { return address_; }
 
   void lock() {
@@ -102,7 +104,11 @@ class UcxWorker {
   std::map<std::string, std::unique_ptr<PeerWatch>> watches_;  // by worker address
   friend struct PeerWatch;
   std::atomic<uint64_t> failures_{0};
+  bool zcopy_always_ = false;
 };
+
+// Whether ucp_context_print_info's text lists TCP and no other network transport.
+bool tcp_is_the_only_network(const std::string& info);
 
 struct LockGuard {
   explicit LockGuard(UcxWorker& w) : w_(w) { w_.lock(); }

@@ -6,7 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace collx {
 
@@ -16,7 +19,43 @@ Status ucx_error(const char* what, ucs_status_t s) {
   return error(COLLX_ERR_TRANSPORT, "%s failed: %s", what, ucs_status_string(s));
 }
 
+// Whether the context's only network transport is TCP (its other resources: memory within
+// the node, or GPU copies), from ucp_context_print_info's "resource" lines.
+bool tcp_only(ucp_context_h context) {
+  char* text = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  if (f == nullptr) return false;
+  ucp_context_print_info(context, f);
+  fclose(f);
+  const bool only = tcp_is_the_only_network(std::string(text, len));
+  free(text);
+  return only;
+}
+
 }  // namespace
+
+bool tcp_is_the_only_network(const std::string& info) {
+  static const char* const kNotNetworks[] = {"self",      "sysv",     "posix",     "cma",
+                                             "knem",      "xpmem",    "cuda_copy", "cuda_ipc",
+                                             "gdr_copy",  "rocm_copy", "rocm_ipc", "rocm_gdr"};
+  bool tcp = false;
+  for (size_t at = info.find("resource"); at != std::string::npos;
+       at = info.find("resource", at + 1)) {
+    const size_t name = info.find("-- ", at);
+    const size_t eol = info.find('\n', at);
+    if (name == std::string::npos || name > eol) continue;
+    const std::string tl = info.substr(name + 3, info.find('/', name) - name - 3);
+    if (tl == "tcp") {
+      tcp = true;
+    } else if (std::find(std::begin(kNotNetworks), std::end(kNotNetworks), tl) ==
+               std::end(kNotNetworks)) {
+      return false;
+    }
+  }
+  return tcp;
+}
+
 template <typename F>
 bool UcxWorker::progress_until(F done, double seconds) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -83,6 +122,22 @@ Status UcxWorker::create(UcxWorker** out) {
   params.features = UCP_FEATURE_TAG;
   params.mt_workers_shared = 0;
   s = ucp_init(&params, config, &w->context_);
+  // UCX's TCP transport completes a short or buffered-copy send once the message is in its
+  // own buffer, however little of it the socket took; the rest is written only while this
+  // worker is progressed. An operation could then return with the end of a message unsent:
+  // its peer would wait for it until this process next progressed libcollx's worker, and this
+  // rank might first wait for that peer in something else (an MPI call), both until the
+  // deadline (docs/RELIABILITY.md, "A rare stall on two pretended nodes"). A zero-copy send
+  // completes only once the socket has taken all of it. So where TCP is the only network,
+  // every eager send is zero-copy. (Not on RDMA networks, whose short sends need no progress
+  // once posted; within a node, UCX's shared-memory transports have no zero-copy sends.)
+  if (s == UCS_OK && getenv("UCX_ZCOPY_THRESH") == nullptr && tcp_only(w->context_)) {
+    ucp_cleanup(w->context_);
+    w->context_ = nullptr;
+    ucp_config_modify(config, "ZCOPY_THRESH", "0");
+    s = ucp_init(&params, config, &w->context_);
+    w->zcopy_always_ = s == UCS_OK;
+  }
   ucp_config_release(config);
   if (s != UCS_OK) {  // most often a UCX_TLS or UCX_NET_DEVICES that leaves nothing usable
     delete w;
