@@ -36,9 +36,9 @@ bool tcp_only(ucp_context_h context) {
 }  // namespace
 
 bool tcp_is_the_only_network(const std::string& info) {
-  static const char* const kNotNetworks[] = {"self",      "sysv",     "posix",     "cma",
-                                             "knem",      "xpmem",    "cuda_copy", "cuda_ipc",
-                                             "gdr_copy",  "rocm_copy", "rocm_ipc", "rocm_gdr"};
+  static const char* const kNotNetworks[] = {"self",     "sysv",      "posix",     "cma",
+                                             "knem",     "xpmem",     "cuda_copy", "cuda_ipc",
+                                             "gdr_copy", "rocm_copy", "rocm_ipc",  "rocm_gdr"};
   bool tcp = false;
   for (size_t at = info.find("resource"); at != std::string::npos;
        at = info.find("resource", at + 1)) {
