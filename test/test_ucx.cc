@@ -1,13 +1,13 @@
 // The UCX worker's endpoints: one per peer process, shared by the communicators with it, kept
 // after the last of them for the next (closing one gracefully waits for the peer to answer),
-// closed at once only after an error.
+// closed at once only after an error; and its protocol where TCP is the only network.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 

@@ -1,6 +1,8 @@
 // UCX implementation of Transport: the tag API, one worker per process (UcxWorker), one
-// endpoint per peer per communicator. UCX picks the protocol: eager (inline/bcopy) for small
-// messages, zero-copy rendezvous (CMA/xpmem/RDMA get) above its threshold.
+// endpoint per peer process, shared by the communicators with it (PeerWatch). Every message is
+// sent eagerly: UCX's rendezvous is off (within a node, large messages take libcollx's own
+// one-copy path), and where TCP is the only network every eager send is zero-copy
+// (UcxWorker::create says why).
 #pragma once
 
 #include <poll.h>
