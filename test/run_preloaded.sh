@@ -23,10 +23,14 @@ set -uo pipefail
 lib=$1 n=$2
 shift 2
 log=$(mktemp)
-mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 ${EXPECT_ALGO:+COLLX_PROFILE=1} "$@" \
-  2> >(tee "$log" >&2)
-status=$?
-wait
+# stderr through tee into the log, stdout straight through (fd 3). A pipeline, not a process
+# substitution: bash 5.2 does not wait for a process substitution's end (not with `wait`
+# either), and the log was once read before tee had written the statistics.
+{
+  mpiexec -n "$n" env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1 ${EXPECT_ALGO:+COLLX_PROFILE=1} \
+    "$@" 2>&1 1>&3 | tee "$log" >&2
+  status=${PIPESTATUS[0]}
+} 3>&1
 # Each function's statistics (MPI_Allreduce's always, the others' if they were called), summed.
 sum() { sed -n "$1" "$log" | awk '{ s += $1; n++ } END { if (n) print s }'; }
 served=$(sum 's/.*MPI_[A-Za-z_]* calls (all ranks): \([0-9]*\) served.*/\1/p')

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sched.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
@@ -56,9 +57,18 @@ class UcxWorker {
   bool zcopy_always() const { return zcopy_always_; }
   const std::vector<uint8_t>& address() const { return address_; }
 
+  // Spins, then yields the core between tries: with more threads than cores the holder may
+  // have been preempted, and a waiter that only spun would keep it off the core for the rest
+  // of its time slice.
   void lock() {
-    while (lock_.exchange(true, std::memory_order_acquire)) {
-      while (lock_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    for (int tries = 0; lock_.exchange(true, std::memory_order_acquire);) {
+      while (lock_.load(std::memory_order_relaxed)) {
+        if (++tries < kSpins) {
+          __builtin_ia32_pause();
+        } else {
+          sched_yield();
+        }
+      }
     }
   }
   void unlock() { lock_.store(false, std::memory_order_release); }
@@ -102,6 +112,7 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
+  static constexpr int kSpins = 1000;  // tens of microseconds of pauses, then yields
   std::atomic<bool> lock_{false};
   std::map<std::string, std::unique_ptr<PeerWatch>> watches_;  // by worker address
   friend struct PeerWatch;
