@@ -1,9 +1,11 @@
 // The UCX worker's endpoints: one per peer process, shared by the communicators with it, kept
 // after the last of them for the next (closing one gracefully waits for the peer to answer),
-// closed at once only after an error; and its protocol where TCP is the only network.
+// closed at once only after an error; its protocol where TCP is the only network; and the
+// messages no receive matched, taken out before it is destroyed.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -137,4 +139,63 @@ TEST_CASE("UCX over TCP alone: every eager send is zero-copy, so none ends befor
   CHECK_FALSE(zcopy_always);  // the user's UCX_ZCOPY_THRESH stands
   INFO(set);
   CHECK(set.find("tag_send: 0..<egr/zcopy>") == std::string::npos);
+}
+
+TEST_CASE("UCX worker: messages no receive matched are taken out before it is destroyed",
+          "[ucx]") {
+  std::unique_ptr<UcxWorker> owned_a = make_worker(), owned_b = make_worker();
+  UcxWorker* a = owned_a.get();
+  UcxWorker* b = owned_b.get();
+  // Three messages from a to b that b never receives: sizes below and above UCX's short and
+  // zero-copy thresholds, different tags.
+  const std::vector<size_t> sizes{8, 700, 64 << 10};
+  std::vector<std::vector<char>> bufs;
+  std::vector<void*> sends;
+  PeerWatch* w = nullptr;
+  {
+    LockGuard g(*a);
+    w = a->watch(b->address(), 0);
+    ucp_ep_h ep = nullptr;
+    REQUIRE(a->endpoint(w, b->address(), false, &ep).ok());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      bufs.emplace_back(sizes[i], static_cast<char>(i));
+      ucp_request_param_t p{};
+      void* req = ucp_tag_send_nbx(ep, bufs[i].data(), sizes[i], 0x1234 + i, &p);
+      REQUIRE_FALSE(UCS_PTR_IS_ERR(req));
+      sends.push_back(req);
+    }
+  }
+  // a's sends and b's dropping progress each other (a's on another thread, as a peer's own).
+  std::atomic<bool> stop{false};
+  std::thread peer([&] {
+    ucs_status_t failure = UCS_OK;
+    CHECK(a->complete_all(sends, 5, &failure));
+    CHECK(failure == UCS_OK);
+    while (!stop.load()) {
+      LockGuard g(*a);
+      ucp_worker_progress(a->worker());
+    }
+  });
+  size_t dropped = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (dropped < sizes.size() && std::chrono::steady_clock::now() < deadline) {
+    dropped += b->drop_unexpected();  // (each call progresses b's worker, which wires up)
+  }
+  CHECK(dropped == sizes.size());
+  CHECK(b->drop_unexpected() == 0);
+  {
+    LockGuard g(*b);
+    ucp_tag_recv_info_t info{};
+    CHECK(ucp_tag_probe_nb(b->worker(), 0, 0, 0, &info) == nullptr);  // none left
+  }
+  stop = true;
+  peer.join();
+  void* closing = nullptr;
+  {
+    LockGuard g(*a);
+    closing = a->release_endpoint(w, true);
+  }
+  std::vector<void*> reqs{closing};
+  ucs_status_t failure = UCS_OK;
+  a->complete_all(reqs, 5, &failure);
 }

@@ -102,6 +102,12 @@ class UcxWorker {
   // How long the destructor waits for peers to answer the closing of the endpoints kept.
   static constexpr double kCloseSeconds = 5;
 
+  // Receives and drops every tagged message that arrived and that no receive matched; returns
+  // how many. The destructor calls it once no communicator is left: a peer's announcement may
+  // arrive after its communicator here was destroyed (ucx_announce.cc), and UCX warns of each
+  // such message when the worker is destroyed. Gives up after kCloseSeconds.
+  size_t drop_unexpected();
+
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -181,11 +182,37 @@ UcxWorker::~UcxWorker() {
   }
   ucs_status_t ignored = UCS_OK;
   if (!closing.empty()) complete_all(closing, kCloseSeconds, &ignored);
+  if (worker_ != nullptr) drop_unexpected();
   for (auto& [address, w] : watches_) {
     if (w->pidfd >= 0) close(w->pidfd);
   }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+size_t UcxWorker::drop_unexpected() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kCloseSeconds);
+  std::vector<char> sink;
+  size_t dropped = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<void*> reqs;
+    {
+      LockGuard g(*this);
+      ucp_worker_progress(worker_);
+      ucp_tag_recv_info_t info{};
+      const ucp_tag_message_h m = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
+      if (m == nullptr) break;
+      sink.resize(std::max<size_t>(info.length, 1));
+      ucp_request_param_t p{};
+      void* req = ucp_tag_msg_recv_nbx(worker_, sink.data(), info.length, m, &p);
+      if (UCS_PTR_IS_PTR(req)) reqs.push_back(req);
+    }
+    ++dropped;
+    ucs_status_t ignored = UCS_OK;
+    complete_all(reqs, kCloseSeconds, &ignored);  // (not under the lock: it takes it)
+  }
+  return dropped;
 }
 
 void PeerWatch::fail(ucs_status_t why) {
