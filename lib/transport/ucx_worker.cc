@@ -191,11 +191,12 @@ UcxWorker::~UcxWorker() {
 }
 
 size_t UcxWorker::drop_unexpected() {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(kCloseSeconds);
+  using Seconds = std::chrono::duration<double>;
+  const auto deadline = std::chrono::steady_clock::now() + Seconds(kCloseSeconds);
   std::vector<char> sink;
   size_t dropped = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
+  for (double left = kCloseSeconds; left > 0;
+       left = Seconds(deadline - std::chrono::steady_clock::now()).count()) {
     std::vector<void*> reqs;
     {
       LockGuard g(*this);
@@ -210,7 +211,7 @@ size_t UcxWorker::drop_unexpected() {
     }
     ++dropped;
     ucs_status_t ignored = UCS_OK;
-    complete_all(reqs, kCloseSeconds, &ignored);  // (not under the lock: it takes it)
+    complete_all(reqs, left, &ignored);  // (not under the lock: it takes it)
   }
   return dropped;
 }
