@@ -26,6 +26,18 @@ std::unique_ptr<UcxWorker> make_worker() {
   return std::unique_ptr<UcxWorker>(w);
 }
 
+// Closes w's endpoint on `a` at once (as after an error) and waits for the close.
+void close_at_once(UcxWorker* a, PeerWatch* w) {
+  void* closing = nullptr;
+  {
+    LockGuard g(*a);
+    closing = a->release_endpoint(w, true);
+  }
+  std::vector<void*> reqs{closing};
+  ucs_status_t failure = UCS_OK;
+  a->complete_all(reqs, 5, &failure);
+}
+
 }  // namespace
 
 TEST_CASE("UCX endpoints: shared, kept after their last user, closed at once after an error",
@@ -107,23 +119,20 @@ TEST_CASE("UCX over TCP alone: every eager send is zero-copy, so none ends befor
     *zcopy_always = a->zcopy_always();
     char* text = nullptr;
     size_t len = 0;
-    void* closing = nullptr;
+    PeerWatch* w = nullptr;
     {
       LockGuard g(*a);
-      PeerWatch* w = a->watch(b->address(), 0);
+      w = a->watch(b->address(), 0);
       ucp_ep_h ep = nullptr;
       REQUIRE(a->endpoint(w, b->address(), false, &ep).ok());
       FILE* f = open_memstream(&text, &len);
       REQUIRE(f != nullptr);
       ucp_ep_print_info(ep, f);
       fclose(f);
-      closing = a->release_endpoint(w, true);
     }
+    close_at_once(a, w);
     std::string info(text, len);
     free(text);
-    std::vector<void*> reqs{closing};
-    ucs_status_t failure = UCS_OK;
-    a->complete_all(reqs, 5, &failure);
     owned_a.reset();  // before b's listening socket closes: else a's connecting retries, loudly
     return info;
   };
@@ -191,12 +200,5 @@ TEST_CASE("UCX worker: messages no receive matched are taken out before it is de
   }
   stop = true;
   peer.join();
-  void* closing = nullptr;
-  {
-    LockGuard g(*a);
-    closing = a->release_endpoint(w, true);
-  }
-  std::vector<void*> reqs{closing};
-  ucs_status_t failure = UCS_OK;
-  a->complete_all(reqs, 5, &failure);
+  close_at_once(a, w);
 }
