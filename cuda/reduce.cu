@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/pack.h"
 #include "reduce/dtype.h"
@@ -83,28 +84,22 @@ unsigned reduce_blocks(size_t packs) {
   return static_cast<unsigned>(std::min((packs + per_block - 1) / per_block, kMaxBlocks));
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <typename T, typename Op>
 int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  bool aligned = aligned16(dst);
-  for (int k = 0; k < n; ++k) aligned = aligned && aligned16(in[k]);
-  Inputs ins{};
-  ins.n = n;
-  size_t done = 0;
-  if (aligned && count >= static_cast<size_t>(V)) {
-    const size_t packs = count / V;
-    for (int k = 0; k < n; ++k) ins.p[k] = in[k];
-    reduce_kernel<T, Op, V><<<reduce_blocks(packs), kThreads, 0, s>>>(static_cast<T*>(dst), ins, packs);
-    done = packs * V;
-  }
-  if (done < count) {
-    for (int k = 0; k < n; ++k) ins.p[k] = static_cast<const T*>(in[k]) + done;
-    reduce_kernel<T, Op, 1>
-        <<<reduce_blocks(count - done), kThreads, 0, s>>>(static_cast<T*>(dst) + done, ins,
-                                                          count - done);
-  }
+  const ReduceSplit split = reduce_split(dst, in, n, count, sizeof(T));
+  // Elements [from, from + len) by the kernel of V-element packs (len a multiple of V).
+  const auto run = [&](auto packed, size_t from, size_t len) {
+    constexpr int W = decltype(packed)::value;
+    Inputs ins{};
+    ins.n = n;
+    for (int k = 0; k < n; ++k) ins.p[k] = static_cast<const T*>(in[k]) + from;
+    reduce_kernel<T, Op, W><<<reduce_blocks(len / W), kThreads, 0, s>>>(
+        static_cast<T*>(dst) + from, ins, len / W);
+  };
+  if (split.head > 0) run(std::integral_constant<int, 1>{}, 0, split.head);
+  if (split.packs > 0) run(std::integral_constant<int, V>{}, split.head, split.packs * V);
+  if (split.tail > 0) run(std::integral_constant<int, 1>{}, count - split.tail, split.tail);
   return static_cast<int>(cudaGetLastError());
 }
 

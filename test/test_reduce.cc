@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/pattern.h"
+#include "cuda/reduce.h"
 #include "reduce/half.h"
 #include "reduce/reduce.h"
 
@@ -287,3 +288,56 @@ TEST_CASE("software float16 conversions give the same bits as F16C, NaNs include
   CHECK(mismatches == 0);
 }
 #endif
+
+// The GPU kernels' division of a message (cuda/reduce.h): plain arithmetic on addresses, checked
+// here because the kernels themselves run only where there is a GPU.
+TEST_CASE("the GPU reduction packs 16 bytes wherever every pointer lies as far from a boundary") {
+  alignas(16) static unsigned char mem[4096];
+  const auto at = [&](size_t offset) { return static_cast<void*>(mem + offset); };
+  const auto split = [&](size_t dst, std::vector<size_t> ins, size_t count, size_t elem) {
+    std::vector<const void*> in;
+    for (size_t o : ins) in.push_back(at(o));
+    const cuda::ReduceSplit s =
+        cuda::reduce_split(at(dst), in.data(), static_cast<int>(in.size()), count, elem);
+    return std::vector<size_t>{s.head, s.packs, s.tail};
+  };
+  using V = std::vector<size_t>;
+  CHECK(split(0, {0, 32, 1024}, 10, 4) == V{0, 2, 2});   // aligned: packs, then the rest
+  CHECK(split(4, {4, 20, 100}, 10, 4) == V{3, 1, 3});    // 12 bytes to the boundary first
+  CHECK(split(4, {4}, 7, 4) == V{3, 1, 0});
+  CHECK(split(4, {4}, 3, 4) == V{3, 0, 0});              // no pack fits: scalar
+  CHECK(split(4, {4}, 2, 4) == V{2, 0, 0});
+  CHECK(split(1, {1, 17}, 100, 1) == V{15, 5, 5});       // uint8: 15 elements first
+  CHECK(split(8, {24}, 9, 8) == V{1, 4, 0});             // float64
+  CHECK(split(2, {18}, 9, 2) == V{9, 0, 0});
+  CHECK(split(2, {18}, 15, 2) == V{7, 1, 0});            // float16
+  CHECK(split(0, {0}, 0, 4) == V{0, 0, 0});
+  CHECK(split(4, {4}, 0, 4) == V{0, 0, 0});
+  // Inputs at other distances from a boundary, or elements off their own alignment: scalar.
+  CHECK(split(4, {8}, 100, 4) == V{100, 0, 0});
+  CHECK(split(0, {0, 0, 4}, 100, 4) == V{100, 0, 0});
+  CHECK(split(2, {2}, 100, 4) == V{100, 0, 0});
+  CHECK(split(3, {3}, 100, 2) == V{100, 0, 0});
+  // Everywhere: the parts add up, and the packs start on a boundary for every pointer.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const size_t elem = size_t{1} << (rng() % 4), count = rng() % 70;
+    const size_t phase = (rng() % (16 / elem)) * elem;
+    V ins;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 8); k < n; ++k) {
+      ins.push_back(16 * (1 + rng() % 100) + (rng() % 8 == 0 ? (phase + elem) % 16 : phase));
+    }
+    const V s = split(16 * 120 + phase, ins, count, elem);
+    INFO("elem " << elem << ", count " << count << ", phase " << phase);
+    REQUIRE(s[0] + s[1] * (16 / elem) + s[2] == count);
+    bool same = true;
+    for (size_t o : ins) same = same && o % 16 == phase;
+    if (s[1] > 0) {
+      REQUIRE(same);
+      REQUIRE((phase + s[0] * elem) % 16 == 0);
+      REQUIRE(s[2] < 16 / elem);
+    } else {
+      REQUIRE(s[0] == count);
+    }
+  }
+}

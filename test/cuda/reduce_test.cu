@@ -1,6 +1,7 @@
 // GPU reduction kernels against the CPU kernels, bitwise: every dtype x op, 1/2/3/8 inputs,
-// counts from 0 to 2^20+3, 16-byte-aligned and unaligned buffers, in place and not, fresh
-// random inputs, the output poisoned first and the bytes past its end checked untouched.
+// counts from 0 to 2^20+3, 16-byte-aligned and unaligned buffers (all at one offset from a
+// 16-byte boundary, or inputs at different ones), in place and not, fresh random inputs, the
+// output poisoned first and the bytes before its start and past its end checked untouched.
 // NaN and infinity are checked for min and max (selections, so payloads survive); sum and
 // prod of NaN give the GPU's canonical NaN, not x86's, and are not compared bitwise.
 // Exit code 77 (a skip, for meson) where no CUDA device is present.
@@ -43,8 +44,11 @@ void fill(collx_dtype_t dt, void* buf, size_t count, std::mt19937_64& rng, bool 
 }
 
 void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n, size_t count,
-              size_t offset, bool in_place, bool specials, std::mt19937_64& rng) {
+              size_t offset, bool mixed, bool in_place, bool specials,
+              std::mt19937_64& rng) {
   const size_t es = red.elem_size, bytes = count * es, guard = 64;
+  // mixed: input k lies k elements further on (its own distance from a 16-byte boundary).
+  const auto offset_of = [&](int k) { return offset + (mixed ? static_cast<size_t>(k) * es : 0); };
   std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(bytes + 1));
   for (auto& v : in) fill(dt, v.data(), count, rng, specials);
   // The CPU reference, left to right as the GPU does it.
@@ -55,28 +59,29 @@ void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n,
   std::vector<uint8_t*> dev(n);
   const void* dev_in[collx::cuda::kMaxInputs];
   for (int k = 0; k < n; ++k) {
-    CUDA_OK(cudaMalloc(&dev[k], bytes + offset + guard));
-    CUDA_OK(cudaMemcpy(dev[k] + offset, in[k].data(), bytes, cudaMemcpyHostToDevice));
-    dev_in[k] = dev[k] + offset;
+    CUDA_OK(cudaMalloc(&dev[k], bytes + offset_of(k) + guard));
+    CUDA_OK(cudaMemcpy(dev[k] + offset_of(k), in[k].data(), bytes, cudaMemcpyHostToDevice));
+    dev_in[k] = dev[k] + offset_of(k);
   }
   uint8_t* out = nullptr;
   CUDA_OK(cudaMalloc(&out, bytes + offset + guard));
-  CUDA_OK(cudaMemset(out, 0xa5, bytes + offset + guard));  // poison, and the guard after it
+  CUDA_OK(cudaMemset(out, 0xa5, bytes + offset + guard));  // poison, and the guards around it
   if (in_place) CUDA_OK(cudaMemcpy(out + offset, in[0].data(), bytes, cudaMemcpyHostToDevice));
   if (in_place) dev_in[0] = out + offset;
   const int err = collx::cuda::reduce(out + offset, dev_in, n, count, dt, op, n, nullptr);
   CUDA_OK(static_cast<cudaError_t>(err));
   CUDA_OK(cudaDeviceSynchronize());
-  std::vector<uint8_t> got(bytes + guard);
-  CUDA_OK(cudaMemcpy(got.data(), out + offset, bytes + guard, cudaMemcpyDeviceToHost));
+  std::vector<uint8_t> got(offset + bytes + guard);
+  CUDA_OK(cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost));
   ++checks;
-  bool ok = std::memcmp(got.data(), want.data(), bytes) == 0;
-  for (size_t i = bytes; i < bytes + guard; ++i) ok = ok && got[i] == 0xa5;
+  bool ok = std::memcmp(got.data() + offset, want.data(), bytes) == 0;
+  for (size_t i = 0; i < got.size(); ++i) ok = ok && (i - offset < bytes || got[i] == 0xa5);
   if (!ok) {
     ++failures;
     if (failures <= 20) {
-      std::fprintf(stderr, "FAIL %s %s: %d inputs, count %zu, offset %zu, %s%s\n",
+      std::fprintf(stderr, "FAIL %s %s: %d inputs, count %zu, offset %zu%s, %s%s\n",
                    collx_dtype_name(dt), collx_op_name(op), n, count, offset,
+                   mixed ? " (inputs at different ones)" : "",
                    in_place ? "in place" : "out of place", specials ? ", NaN/inf" : "");
     }
   }
@@ -96,7 +101,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::mt19937_64 rng(12345);
-  const size_t counts[] = {0, 1, 7, 1000, (size_t{1} << 20) + 3};
+  const size_t counts[] = {0, 1, 7, 18, 1000, (size_t{1} << 20) + 3};
   for (int d = 0; d < COLLX_DTYPE_COUNT; ++d) {
     for (int o = 0; o < COLLX_OP_COUNT; ++o) {
       const auto dt = static_cast<collx_dtype_t>(d);
@@ -117,14 +122,18 @@ int main(int argc, char** argv) {
       for (int n : {1, 2, 3, 8}) {
         for (size_t count : counts) {
           if (count > max_count) continue;
-          for (size_t offset : {size_t{0}, red.elem_size}) {
+          // Offsets: aligned; one element (the packed kernel after a scalar head where the
+          // element is under 16 bytes); one element with the inputs at different offsets
+          // (the scalar kernel alone, whose code the other shapes run too: not at 2^20).
+          for (int shape = 0; shape < (count > 1000 ? 2 : 3); ++shape) {
+            const size_t offset = shape == 0 ? 0 : red.elem_size;
             for (bool in_place : {false, true}) {
-              run_case(dt, op, red, n, count, offset, in_place, false, rng);
+              run_case(dt, op, red, n, count, offset, shape == 2, in_place, false, rng);
             }
           }
         }
         if (floating && (op == COLLX_MIN || op == COLLX_MAX)) {
-          run_case(dt, op, red, n, 1000, 0, false, true, rng);
+          run_case(dt, op, red, n, 1000, 0, false, false, true, rng);
         }
       }
     }
