@@ -88,7 +88,7 @@ template <typename T, typename Op>
 int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const ReduceSplit split = reduce_split(dst, in, n, count, sizeof(T));
-  // Elements [from, from + len) by the kernel of V-element packs (len a multiple of V).
+  // Elements [from, from + len) by the kernel of W-element packs (len a multiple of W).
   const auto run = [&](auto packed, size_t from, size_t len) {
     constexpr int W = decltype(packed)::value;
     Inputs ins{};
