@@ -74,16 +74,12 @@ struct Inputs {
   Inputs& operator=(const Inputs&) = delete;
 };
 
-// The first n inputs reduced into an output at `offset` from a fresh allocation (in place: the
-// output holds input 0 first, and is the kernel's first input).
-void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n, size_t count,
-              const Inputs& in, size_t offset, bool mixed, bool in_place, bool specials) {
-  const size_t es = red.elem_size, bytes = count * es, guard = 64;
-  // The CPU reference, left to right as the GPU does it.
-  std::vector<uint8_t> want = in.host.front();
-  for (int k = 1; k < n; ++k) red(want.data(), want.data(), in.host[k].data(), count);
-  if (red.finalize != nullptr) red.finalize(want.data(), count, n);
-
+// The kernel's output for the first n inputs against `want`, bitwise, with the bytes around it
+// untouched.
+void compare(collx_dtype_t dt, collx_op_t op, int n, size_t count, const Inputs& in,
+             const std::vector<uint8_t>& want, size_t offset, bool mixed, bool in_place,
+             bool specials) {
+  const size_t bytes = count * collx_dtype_size(dt), guard = 64;
   const void* dev_in[collx::cuda::kMaxInputs];
   for (int k = 0; k < n; ++k) dev_in[k] = in.dev[k];
   uint8_t* out = nullptr;
@@ -109,6 +105,19 @@ void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n,
     }
   }
   CUDA_OK(cudaFree(out));
+}
+
+// The first n inputs reduced into an output at `offset` from a fresh allocation, out of place
+// and, with `in_place_too`, in place (the output holds input 0 first, and is the kernel's first
+// input).
+void run_case(collx_dtype_t dt, collx_op_t op, const collx::Reducer& red, int n, size_t count,
+              const Inputs& in, size_t offset, bool mixed, bool in_place_too, bool specials) {
+  // The CPU reference, left to right as the GPU does it.
+  std::vector<uint8_t> want = in.host.front();
+  for (int k = 1; k < n; ++k) red(want.data(), want.data(), in.host[k].data(), count);
+  if (red.finalize != nullptr) red.finalize(want.data(), count, n);
+  compare(dt, op, n, count, in, want, offset, mixed, false, specials);
+  if (in_place_too) compare(dt, op, n, count, in, want, offset, mixed, true, specials);
 }
 
 }  // namespace
@@ -155,9 +164,7 @@ int main(int argc, char** argv) {
         const Inputs in(dt, count, offset, shape == 2, false, rng);
         for (const auto& [op, red] : ops) {
           for (int n : {1, 2, 3, 8}) {
-            for (bool in_place : {false, true}) {
-              run_case(dt, op, red, n, count, in, offset, shape == 2, in_place, false);
-            }
+            run_case(dt, op, red, n, count, in, offset, shape == 2, true, false);
           }
         }
       }
