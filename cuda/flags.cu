@@ -70,11 +70,17 @@ __device__ inline P* slot(void* area, size_t slot_bytes, uint64_t seq) {
   return reinterpret_cast<P*>(static_cast<char*>(area) + kFlagsHeader + (seq % 2) * slot_bytes);
 }
 
-// A peer's slot, read past the L1 cache (which is not coherent with the peer's writes).
+// A pack of a peer's slot, read past the L1 cache (which is not coherent with the peer's
+// writes), as raw bytes: unpacked into elements only where it is combined (unpack), so that
+// packs loaded ahead of their use hold four registers each, whatever the element type.
 template <typename P>
-__device__ inline P load_fresh(const P* p) {
+__device__ inline uint4 load_fresh(const P* p) {
   static_assert(sizeof(P) == sizeof(uint4));
-  const uint4 raw = __ldcv(reinterpret_cast<const uint4*>(p));
+  return __ldcv(reinterpret_cast<const uint4*>(p));
+}
+
+template <typename P>
+__device__ inline P unpack(const uint4& raw) {
   P v;
   memcpy(&v, &raw, sizeof v);
   return v;
@@ -126,11 +132,20 @@ __global__ void __launch_bounds__(kThreads) flags_kernel(FlagsArgs a) {
   }
   __syncthreads();
   if (gave_up != 0) return finish(a);
-  // 4. Chunk b of every slot, in rank order, into the output.
+  // 4. Chunk b of every slot, in rank order, into the output. Every rank's pack is loaded
+  // before any is combined, so that the loads wait for memory together, not one after
+  // another (the rank count is known only at run time); combined left to right as before.
   for (size_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    P acc = load_fresh(slot<P>(a.areas[0], a.slot_bytes, a.seq) + i);
-    for (int k = 1; k < a.ranks; ++k) {
-      const P x = load_fresh(slot<P>(a.areas[k], a.slot_bytes, a.seq) + i);
+    uint4 raw[kFlagsMaxRanks];
+#pragma unroll
+    for (int k = 0; k < kFlagsMaxRanks; ++k) {
+      if (k < a.ranks) raw[k] = load_fresh(slot<P>(a.areas[k], a.slot_bytes, a.seq) + i);
+    }
+    P acc = unpack<P>(raw[0]);
+#pragma unroll
+    for (int k = 1; k < kFlagsMaxRanks; ++k) {
+      if (k >= a.ranks) break;
+      const P x = unpack<P>(raw[k]);
 #pragma unroll
       for (int j = 0; j < V; ++j) acc.e[j] = combine<Op>(acc.e[j], x.e[j]);
     }
