@@ -136,7 +136,7 @@ void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
 
 }  // namespace
 
-TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix") {
+TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix", "[matrix]") {
   for (int p = 1; p <= 9; ++p) {
     DYNAMIC_SECTION("p=" << p) {
       run_matrix(p, small_run() ? 4 << 10 : 64 << 10, {std::begin(kAlgos), std::end(kAlgos)});
@@ -147,7 +147,8 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 // More ranks than the ring keeps its step handles for on the stack (64), an odd count that is
 // no power of two (recursive doubling and Rabenseifner fold 3 ranks in), for a few dtype x op
 // pairs (67 threads on the CI's 2 cores); the shared-memory algorithms up to 1000 elements.
-TEST_CASE("all algorithms, 67 ranks, counts x in-place for a few dtype x op pairs") {
+TEST_CASE("all algorithms, 67 ranks, counts x in-place for a few dtype x op pairs",
+          "[matrix]") {
   run_matrix(67, 4 << 10, {std::begin(kAlgos), std::end(kAlgos)}, {}, {},
              {{COLLX_FLOAT64, COLLX_SUM}, {COLLX_INT32, COLLX_MAX}, {COLLX_UINT8, COLLX_PROD},
               {COLLX_BFLOAT16, COLLX_AVG}});
@@ -161,7 +162,8 @@ TEST_CASE("all algorithms, 67 ranks, counts x in-place for a few dtype x op pair
 // node's ranks send at most 16 KiB so (not 1000 float64 on 3 ranks a node); 20000 and 70000
 // elements always take the reduce-scatter path, through 4 KiB chunks in many epochs. Nodes of
 // different sizes take the reduce-scatter path always.
-TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-place matrix") {
+TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-place matrix",
+          "[matrix]") {
   const std::vector<std::vector<uint64_t>> layouts = {
       {0, 0, 1, 1},       {0, 1, 0, 1},       {0, 0, 1, 1, 2, 2},
       {0, 1, 2, 0, 1, 2}, {5, 5, 5, 9, 9, 9}, {0, 0, 1},
