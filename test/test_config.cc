@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -192,10 +193,43 @@ TEST_CASE("selection: the ring only where its 2(p-1) steps fit below kMaxSteps")
   }
 }
 
+TEST_CASE("selection: within a node the defaults follow the CPU's maker") {
+  // Measured on 2 ranks of an AMD EPYC (also for other makers) and of an Intel Xeon.
+  const auto table = [](int p, Locality where) { return default_selection(p, where).to_string(); };
+  const std::string shm = "0-16K:shm_one_shot,16K-inf:shm_two_shot";
+  for (CpuMaker cpu : {CpuMaker::kOther, CpuMaker::kAmd}) {
+    for (int p : {2, 3, 8}) CHECK(table(p, Locality{true, true, false, cpu}) == shm);
+  }
+  CHECK(table(2, Locality{true, true, false, CpuMaker::kIntel}) ==
+        "0-8K:shm_one_shot,8K-512K:recursive_doubling,512K-inf:shm_cma");
+  // Intel's table only where it was measured (2 ranks) and can run (cross-memory attach).
+  CHECK(table(3, Locality{true, true, false, CpuMaker::kIntel}) == shm);
+  CHECK(table(2, Locality{true, false, false, CpuMaker::kIntel}) == shm);
+  // Across nodes the CPU does not matter.
+  for (int p : {2, 5}) {
+    CHECK(table(p, Locality{false, false, false, CpuMaker::kIntel}) == table(p, Locality{}));
+    CHECK(table(p, Locality{false, false, true, CpuMaker::kIntel}) == "0-inf:hierarchical");
+  }
+  CHECK(std::string(cpu_maker_name(CpuMaker::kIntel)) == "Intel");
+  CHECK(std::string(cpu_maker_name(CpuMaker::kAmd)) == "AMD");
+  // cpu_maker agrees with the kernel's view of the CPU (x86: vendor_id in /proc/cpuinfo).
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, vendor;
+  while (vendor.empty() && std::getline(info, line)) {
+    if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
+  }
+  INFO("vendor_id: " << vendor);
+  const CpuMaker expect = vendor == "AuthenticAMD"   ? CpuMaker::kAmd
+                          : vendor == "GenuineIntel" ? CpuMaker::kIntel
+                                                     : CpuMaker::kOther;
+  CHECK(cpu_maker() == expect);
+}
+
 TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   for (int p : {1, 2, 3, 4, 9, 1000, 40000})
-  for (Locality where : {Locality{true, true}, Locality{true, false}, Locality{},
-                         Locality{false, false, true}}) {
+  for (CpuMaker cpu : {CpuMaker::kOther, CpuMaker::kAmd, CpuMaker::kIntel})
+  for (Locality where : {Locality{true, true, false, cpu}, Locality{true, false, false, cpu},
+                         Locality{false, false, false, cpu}, Locality{false, false, true, cpu}}) {
     const Selection s = default_selection(p, where);
     REQUIRE_FALSE(s.ranges.empty());
     CHECK(s.ranges.front().lo == 0);
@@ -247,8 +281,9 @@ TEST_CASE("selection: defaults, COLLX_TUNE, COLLX_ALLREDUCE_ALGO") {
   CHECK(make_selection(c, 1, Locality{}, &s).ok());
   // Without it the defaults never pick shm_cma.
   c.algo = "auto";
-  for (int p : {2, 3, 8}) {
-    REQUIRE(make_selection(c, p, Locality{true, false}, &s).ok());
+  for (int p : {2, 3, 8})
+  for (CpuMaker cpu : {CpuMaker::kOther, CpuMaker::kAmd, CpuMaker::kIntel}) {
+    REQUIRE(make_selection(c, p, Locality{true, false, false, cpu}, &s).ok());
     for (const SelectRange& r : s.ranges) CHECK(r.algo != Algo::kShmCma);
   }
   // Ranks on several nodes, two on one of them: hierarchical at every size by default; forced

@@ -113,13 +113,16 @@ int main(int argc, char** argv) {
     std::printf("topology:    %d cores, %d hardware threads, %d NUMA node(s), %d GPU(s)\n",
                 t.cores, t.pus, t.numa_nodes, t.gpus);
   }
+  const collx::CpuMaker cpu = collx::cpu_maker();
+  std::printf("CPU:         %s (the defaults within a node differ by maker)\n",
+              collx::cpu_maker_name(cpu));
   collx::Config config;
   collx::Status st = collx::load_config(&config);
   // Within a node, as when the ranks can read each other's memory (the usual case).
   const struct {
     collx::Locality where;
     const char* label;
-  } places[] = {{{true, true, false}, "all on one node"},
+  } places[] = {{{true, true, false, cpu}, "all on one node"},
                 {{false, false, false}, "across nodes, one rank on each"},
                 {{false, false, true}, "across nodes, at least 2 ranks on one"}};
   if (!st.ok()) {

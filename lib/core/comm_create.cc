@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "topo/node.h"
+#include "topo/topo.h"
 #include "transport/group.h"
 #include "transport/ucx.h"
 
@@ -49,8 +50,8 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   const bool one_node = layout.nodes == 1 && shared != nullptr;
   const bool hierarchical = layout.nodes > 1 && layout.most >= 2 && shared != nullptr;
   Selection sel;
-  COLLX_TRY(make_selection(config, transport->size(), Locality{one_node, one_node, hierarchical},
-                           &sel));
+  COLLX_TRY(make_selection(config, transport->size(),
+                           Locality{one_node, one_node, hierarchical, cpu_maker()}, &sel));
   Selection across;
   if (hierarchical) COLLX_TRY(make_across_selection(config, layout.nodes, &across));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
@@ -189,7 +190,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   bool use_cma = true;
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
   Selection sel;
-  st = make_selection(config, p.size, Locality{one_node, one_node && use_cma, hierarchical}, &sel);
+  st = make_selection(config, p.size,
+                      Locality{one_node, one_node && use_cma, hierarchical, cpu_maker()}, &sel);
   Selection across;
   if (st.ok() && hierarchical) st = make_across_selection(config, layout.nodes, &across);
   if (!st.ok()) return release_id(st);

@@ -8,7 +8,9 @@
 namespace collx {
 
 namespace {
-constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossover, 2 ranks
+constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossovers, 2 ranks (AMD EPYC)
+constexpr size_t kIntelOneShotMax = 8 << 10;  // and on an Intel Xeon
+constexpr size_t kIntelCmaMin = 512 << 10;
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
                                   "shm_one_shot",       "shm_two_shot", "shm_cma",
                                   "hierarchical",       "cuda_ipc_one_shot",
@@ -125,10 +127,10 @@ Status parse_tune(std::string_view s, Selection* out, const char* var) {
 }
 
 Selection default_selection(int comm_size, Locality where) {
-  // Within a node (docs/PERFORMANCE.md, 2 ranks, every algorithm forced): the shared-memory
-  // one-shot is the latency path below 16K; from 16K the two-shot, whose copies through the
-  // segment are streamed to memory (no cross-core cache probes), beat every point-to-point
-  // algorithm and shm_cma at every size up to 16M.
+  // Within a node (docs/PERFORMANCE.md, 2 ranks of an AMD EPYC, every algorithm forced): the
+  // shared-memory one-shot is the latency path below 16K; from 16K the two-shot, whose copies
+  // through the segment are streamed to memory (no cross-core cache probes), beat every
+  // point-to-point algorithm and shm_cma at every size up to 16M.
   Selection sel;
   // Across nodes with several ranks on one: shared memory within the nodes, the network
   // only between them, at every size (hierarchical.cc; its step between nodes picks its
@@ -136,6 +138,19 @@ Selection default_selection(int comm_size, Locality where) {
   // the algorithms' costs: one machine cannot time a network.
   if (where.hierarchical) {
     sel.ranges = {{0, kInf, Algo::kHierarchical}};
+    return sel;
+  }
+  // On an Intel Xeon (2 ranks, docs/PERFORMANCE.md, "Re-run on 2026-11-28"), reading what the
+  // other core has just written, as the two-shot does for every element it reduces or copies
+  // out, ran 2 - 4.5x slower than on the AMD EPYC of the table after this one. There the
+  // ranks did better reading each other's buffers by cross-memory attach: from 8K recursive
+  // doubling, whose one exchange (from COLLX_CMA_MIN) reads the peer's input and reduces all
+  // of it; from 512K shm_cma, which splits that work and then reads the other half's result.
+  // Larger communicators keep that table until measured on a machine with enough cores.
+  if (where.one_node && where.peer_access && where.cpu == CpuMaker::kIntel && comm_size == 2) {
+    sel.ranges = {{0, kIntelOneShotMax, Algo::kShmOneShot},
+                  {kIntelOneShotMax, kIntelCmaMin, Algo::kRecursiveDoubling},
+                  {kIntelCmaMin, kInf, Algo::kShmCma}};
     return sel;
   }
   if (where.one_node) {

@@ -11,6 +11,7 @@
 
 #include "api/status.h"
 #include "core/config.h"
+#include "topo/topo.h"
 
 namespace collx {
 
@@ -34,11 +35,13 @@ inline bool needs_shm(Algo a) { return a >= Algo::kShmOneShot && a <= Algo::kShm
 
 // Where a communicator's ranks are: all on one node (shared memory), and if so whether they
 // can read each other's memory with cross-memory attach; or on several nodes, at least 2 on
-// one of them, with shared memory within each node (hierarchical).
+// one of them, with shared memory within each node (hierarchical). And on what CPU: within a
+// node the defaults differ by its maker (measured on one of each).
 struct Locality {
   bool one_node = false;
   bool peer_access = false;
   bool hierarchical = false;
+  CpuMaker cpu = CpuMaker::kOther;
 };
 
 const char* algo_name(Algo a);
@@ -73,7 +76,7 @@ struct Selection {
 // Parses a COLLX_TUNE string; errors name `var` and the offending token.
 Status parse_tune(std::string_view s, Selection* out, const char* var = "COLLX_TUNE");
 
-// The measured defaults for a communicator of `comm_size` ranks.
+// The measured defaults for a communicator of `comm_size` ranks at `where`.
 Selection default_selection(int comm_size, Locality where);
 
 // Defaults, then COLLX_TUNE, then COLLX_ALLREDUCE_ALGO. A shm_* algorithm for a communicator

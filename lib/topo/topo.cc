@@ -2,6 +2,11 @@
 
 #include <hwloc.h>
 
+#include <cstring>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace collx {
 
 TopoSummary topo_summary() {
@@ -28,6 +33,29 @@ TopoSummary topo_summary() {
   }
   hwloc_topology_destroy(topo);
   return s;
+}
+
+CpuMaker cpu_maker() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return CpuMaker::kOther;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);  // the vendor string is in ebx, edx, ecx
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  if (std::strcmp(vendor, "AuthenticAMD") == 0) return CpuMaker::kAmd;
+  if (std::strcmp(vendor, "GenuineIntel") == 0) return CpuMaker::kIntel;
+#endif
+  return CpuMaker::kOther;
+}
+
+const char* cpu_maker_name(CpuMaker m) {
+  switch (m) {
+    case CpuMaker::kAmd: return "AMD";
+    case CpuMaker::kIntel: return "Intel";
+    case CpuMaker::kOther: break;
+  }
+  return "other";
 }
 
 }  // namespace collx
