@@ -28,13 +28,12 @@
 // shm_cma       no copy through the segment: every rank names its buffers in it; rank r reads
 //               slice r of every peer's input straight from the peer's memory (one copy,
 //               cross-memory attach, into a cache-sized buffer) and reduces it, in rank order,
-//               into slice r of its own output; every rank reads the other slices from their
-//               owners' outputs into its own, a chunk behind its own reduction. Each input is
-//               read once, and no rank ever writes another's memory (a peer that stalls and
-//               resumes after this rank gave up can only read it). Synchronisations: buffers
-//               named; each chunk of a slice reduced (so that chunk of the inputs may be
-//               overwritten, for in-place, and of the result read); results copied out (so
-//               the caller may reuse its buffers).
+//               into slice r of its own output; then every rank reads the other slices from
+//               their owners' outputs into its own. Each input is read once, and no rank ever
+//               writes another's memory (a peer that stalls and resumes after this rank gave
+//               up can only read it). Three synchronisations per call, whatever its size:
+//               buffers named; slices reduced (so inputs may be overwritten, for in-place);
+//               results copied out (so the caller may reuse its buffers).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -289,35 +288,23 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
   return Status();
 }
 
-// Chunk k of every slice is one epoch, the call's first (e0) for chunk 0: a rank publishes
-// `reduced` of e0 + k once chunk k of its slice is in its output, and copies chunk k of the
-// other slices out after it has reduced its chunk k + 1, so that it reads each from its
-// owner's cache, rarely waiting. Chunk k of a slice being reduced also means that its owner
-// has read chunk k of every input slice it reduces, so in place the chunk may then be
-// overwritten with that owner's result.
 Status allreduce_shm_cma(const AllreduceArgs& a) {
   ShmChannel& ch = *a.shm;
   const int p = ch.size(), r = ch.rank();
   const size_t elem = a.red.elem_size;
-  const uint64_t e0 = ch.next_epoch();
+  const uint64_t e = ch.next_epoch();
   ch.flags(r).buffers.send = reinterpret_cast<uint64_t>(a.send);
   ch.flags(r).buffers.recv = reinterpret_cast<uint64_t>(a.recv);
-  COLLX_TRY(ready_all(a, e0, true, "name its buffers"));
-  COLLX_TRY(check_calls(a, e0));  // before this rank reads the peers' buffers
+  COLLX_TRY(ready_all(a, e, true, "name its buffers"));
+  COLLX_TRY(check_calls(a, e));  // before this rank reads the peers' buffers
 
-  const size_t per = ch.chunk() / elem;
-  // Chunk k of slice q, in elements of the message.
-  auto chunk_of = [&](int q, size_t k) {
-    const Range slice = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
-    const size_t lo = std::min(slice.len, k * per);
-    return Range{slice.begin + lo, std::min(per, slice.len - lo)};
-  };
-  const size_t chunks = std::max<size_t>(1, (block(a.count, p, 0).len + per - 1) / per);
+  const Range mine = block(a.count, static_cast<size_t>(p), static_cast<size_t>(r));
+  const size_t per = ch.chunk() / elem, end = mine.begin + mine.len;
   uint8_t* in = nullptr;  // a peer's input chunk
   COLLX_TRY(a.scratch.get(2 * per * elem, &in));
   uint8_t* acc = in + per * elem;  // the partial result while rank r's own input is unused
-  auto reduce_chunk = [&](Range c) {
-    const size_t at = c.begin * elem, bytes = c.len * elem;
+  for (size_t off = mine.begin; off < end; off += per) {
+    const size_t n = std::min(per, end - off), at = off * elem, bytes = n * elem;
     uint8_t* out = a.recv + at;
     // out = x0 op x1 op ... x(p-1), left to right. `partial` holds x0 op ... x(q-1); it lives
     // in `acc` until x_r is consumed, because for in-place `out` is x_r.
@@ -334,36 +321,22 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
         continue;
       }
       uint8_t* dst = q < r ? acc : out;
-      a.red(dst, partial, x, c.len);
+      a.red(dst, partial, x, n);
       partial = dst;
     }
-    return Status();
-  };
-  auto copy_out = [&](size_t k) {
-    for (int q = 0; q < p; ++q) {
-      const Range c = chunk_of(q, k);
-      if (q == r || c.len == 0) continue;
-      const std::atomic<uint64_t>& reduced = ch.flags(q).reduced.epoch;
-      COLLX_TRY(a.t.wait_until(
-          [&] { return reduced.load(std::memory_order_acquire) >= e0 + k; }, ch.comm_rank(q),
-          "reduce its slice"));
-      const size_t at = c.begin * elem;
-      COLLX_TRY(read_peer(a, q, ch.flags(q).buffers.recv + at, a.recv + at, c.len * elem));
-    }
-    return Status();
-  };
-  for (size_t k = 0; k < chunks; ++k) {
-    const uint64_t e = k == 0 ? e0 : ch.next_epoch();
-    const Range c = chunk_of(r, k);
-    if (c.len > 0) COLLX_TRY(reduce_chunk(c));
-    shm_publish(ch, &ShmRankFlags::reduced, e);
-    if (k > 0) COLLX_TRY(copy_out(k - 1));
   }
-  COLLX_TRY(copy_out(chunks - 1));
-  // The caller may reuse its buffers once every rank has copied its result out.
-  const uint64_t last = e0 + chunks - 1;
-  shm_publish(ch, &ShmRankFlags::done, last);
-  return wait_all(a, &ShmRankFlags::done, last, "copy its result out");
+  shm_publish(ch, &ShmRankFlags::reduced, e);
+  COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));
+  // Every rank has read all its inputs: the other slices of this rank's output (its input,
+  // for in-place) are free to be overwritten with their owners' results.
+  for (int q = 0; q < p; ++q) {
+    const Range theirs = block(a.count, static_cast<size_t>(p), static_cast<size_t>(q));
+    if (q == r || theirs.len == 0) continue;
+    const size_t at = theirs.begin * elem;
+    COLLX_TRY(read_peer(a, q, ch.flags(q).buffers.recv + at, a.recv + at, theirs.len * elem));
+  }
+  shm_publish(ch, &ShmRankFlags::done, e);
+  return wait_all(a, &ShmRankFlags::done, e, "copy its result out");
 }
 
 }  // namespace collx
