@@ -24,6 +24,11 @@
 // by MPI_Allreduce_init (PMPI_Allreduce_init for --compare-pmpi) and run by MPI_Start
 // (MPI_Startall for a batch), as OSU's osu_allreduce_persistent does; libcollx's side is
 // unchanged (collx_iallreduce).
+// --rewrite (blocking only): before each call every rank writes its input again (the same
+// values, one store per cache line), as a program that computes its input before each call
+// does, so that the peers read data another core has just written, not data every cache
+// already holds. Both libraries' loops do it; column "Rewrite(us)" is the rewrite alone,
+// timed the same way, and is included in both latencies and in the ratio.
 #include <mpi.h>
 
 #include <algorithm>
@@ -56,6 +61,7 @@ struct Options {
   bool poll = false;           // --poll
   int pieces = 1;              // --test-pieces N
   bool persistent = false;     // --persistent
+  bool rewrite = false;        // --rewrite
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
   std::string algo;
@@ -66,7 +72,7 @@ void usage(const char* prog) {
                "usage: %s [-m min:max] [-i iters] [-x warmup] [-I iters_large] [-X warmup_large]\n"
                "          [-r rounds] [-f] [-c] [-T dtype] [--op op] [--algo name] [--compare-mpi]\n"
                "          [--compare-pmpi] [--offset B] [--nonblocking] [--compute busy|sleep]\n"
-               "          [--batch K] [--poll] [--test-pieces N] [--persistent]\n"
+               "          [--batch K] [--poll] [--test-pieces N] [--persistent] [--rewrite]\n"
                "  dtype: int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16\n"
                "         float32 float64;  op: sum prod min max avg band bor bxor\n"
                "  --algo: recursive_doubling | rabenseifner | ring | shm_one_shot | shm_two_shot |\n"
@@ -87,7 +93,9 @@ void usage(const char* prog) {
                "  --test-pieces N: with --nonblocking, the computation in N pieces, each posted\n"
                "         request tested once after each piece but the last\n"
                "  --persistent: --nonblocking, with MPI's side through persistent requests\n"
-               "         (MPI_Allreduce_init once per size, then MPI_Start or MPI_Startall)\n",
+               "         (MPI_Allreduce_init once per size, then MPI_Start or MPI_Startall)\n"
+               "  --rewrite: blocking only; before each call every rank writes its input again\n"
+               "         (same values), included in both latencies; the rewrite alone is shown\n",
                prog);
 }
 
@@ -144,6 +152,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->pieces = std::atoi(argv[++i]);
     } else if (a == "--persistent") {
       o->persistent = o->nonblocking = true;
+    } else if (a == "--rewrite") {
+      o->rewrite = true;
     } else {
       return false;
     }
@@ -152,7 +162,7 @@ bool parse(int argc, char** argv, Options* o) {
          o->warmup >= 0 && o->warmup_large >= 0 && o->rounds > 0 && o->offset < 4096 &&
          o->batch >= 1 && o->batch <= 1024 &&
          o->pieces >= 1 && o->pieces <= 1000 && (o->batch == 1 || o->nonblocking) &&
-         ((!o->poll && o->pieces == 1) || o->nonblocking);
+         ((!o->poll && o->pieces == 1) || o->nonblocking) && !(o->rewrite && o->nonblocking);
 }
 
 // MPI's view of the call; null datatype where MPI has no equivalent (half types).
@@ -306,6 +316,7 @@ int main(int argc, char** argv) {
       }
     }
     if (o.offset != 0) std::printf("# buffers start %zu bytes past a page boundary\n", o.offset);
+    if (o.rewrite) std::printf("# every rank rewrites its input before each call (both sides)\n");
     std::printf("%-10s %16s", "# Size", "Avg Latency(us)");
     if (o.full) std::printf(" %16s %16s %10s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     std::printf(" %12s", "BusBW(GB/s)");
@@ -313,6 +324,7 @@ int main(int argc, char** argv) {
     if (o.compare_pmpi) std::printf(" %14s %10s", "PMPI Avg(us)", "MPI/PMPI");
     if (o.nonblocking) std::printf(" %11s", "Overlap(%)");
     if (o.nonblocking && compare) std::printf(" %15s", "MPI Overlap(%)");
+    if (o.rewrite) std::printf(" %11s", "Rewrite(us)");
     std::printf("  %-20s", "Algorithm");
     if (o.validate) std::printf(" %10s", "Validation");
     std::printf("\n");
@@ -340,12 +352,21 @@ int main(int argc, char** argv) {
       }
     };
 
+    // --rewrite: every line of the input written again, with the value it holds.
+    auto rewrite = [&] {
+      if (!o.rewrite) return;
+      for (size_t b = 0; b < bytes; b += 64) {
+        volatile uint8_t* line = send + b;
+        *line = *line;
+      }
+    };
     // Blocking, or (--nonblocking) post, compute for `busy` µs, wait. Returns the computation's
     // time in µs.
     auto run_collx = [&](int n, double busy = 0) {
       double computed = 0;
       for (int i = 0; i < n; ++i) {
         if (!o.nonblocking) {
+          rewrite();
           st = collx_allreduce(send, recv, count, o.dtype, o.op, comm);
           if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
           continue;
@@ -403,6 +424,7 @@ int main(int argc, char** argv) {
       double computed = 0;
       for (int i = 0; i < n; ++i) {
         if (!o.nonblocking) {
+          rewrite();
           allreduce(send, recv, static_cast<int>(count), mdt, mpi_op(o.op), MPI_COMM_WORLD);
           continue;
         }
@@ -441,8 +463,14 @@ int main(int argc, char** argv) {
     if (compare) run_mpi(warmup);
     if (o.compare_pmpi) run_pmpi(warmup);
 
-    std::vector<double> lat_c, lat_m, lat_p;
+    std::vector<double> lat_c, lat_m, lat_p, lat_w;
     for (int round = 0; round < o.rounds; ++round) {
+      if (o.rewrite) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        for (int i = 0; i < iters; ++i) rewrite();
+        lat_w.push_back((MPI_Wtime() - t0) * 1e6 / iters);
+      }
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       run_collx(iters);
@@ -500,7 +528,9 @@ int main(int argc, char** argv) {
     MPI_Reduce(&overlap, &sum_overlap, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&overlap_mpi, &sum_overlap_mpi, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     const double mine_pmpi = o.compare_pmpi ? median(lat_p) : 0;
-    double sum = 0, mn = 0, mx = 0, sum_mpi = 0, sum_pmpi = 0;
+    const double mine_rewrite = o.rewrite ? median(lat_w) : 0;
+    double sum = 0, mn = 0, mx = 0, sum_mpi = 0, sum_pmpi = 0, sum_rewrite = 0;
+    MPI_Reduce(&mine_rewrite, &sum_rewrite, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -518,6 +548,7 @@ int main(int argc, char** argv) {
       if (o.compare_pmpi) std::printf(" %14.2f %10.3f", sum_pmpi / p, avg_mpi / (sum_pmpi / p));
       if (o.nonblocking) std::printf(" %11.1f", sum_overlap / p);
       if (o.nonblocking && compare) std::printf(" %15.1f", sum_overlap_mpi / p);
+      if (o.rewrite) std::printf(" %11.2f", sum_rewrite / p);
       std::printf("  %-20s", collx_comm_algorithm(comm, bytes));
       if (o.validate) std::printf(" %10s", all_ok ? "Pass" : "Fail");
       std::printf("\n");
