@@ -201,7 +201,7 @@ TEST_CASE("selection: within a node the defaults follow the CPU's maker") {
     for (int p : {2, 3, 8}) CHECK(table(p, Locality{true, true, false, cpu}) == shm);
   }
   CHECK(table(2, Locality{true, true, false, CpuMaker::kIntel}) ==
-        "0-8K:shm_one_shot,8K-512K:recursive_doubling,512K-inf:shm_cma");
+        "0-8K:shm_one_shot,8K-16K:recursive_doubling,16K-2M:shm_two_shot,2M-inf:shm_cma");
   // Intel's table only where it was measured (2 ranks) and can run (cross-memory attach).
   CHECK(table(3, Locality{true, true, false, CpuMaker::kIntel}) == shm);
   CHECK(table(2, Locality{true, false, false, CpuMaker::kIntel}) == shm);

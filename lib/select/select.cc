@@ -10,7 +10,7 @@ namespace collx {
 namespace {
 constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossovers, 2 ranks (AMD EPYC)
 constexpr size_t kIntelOneShotMax = 8 << 10;  // and on an Intel Xeon
-constexpr size_t kIntelCmaMin = 512 << 10;
+constexpr size_t kIntelCmaMin = 2 << 20;
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
                                   "shm_one_shot",       "shm_two_shot", "shm_cma",
                                   "hierarchical",       "cuda_ipc_one_shot",
@@ -140,16 +140,20 @@ Selection default_selection(int comm_size, Locality where) {
     sel.ranges = {{0, kInf, Algo::kHierarchical}};
     return sel;
   }
-  // On an Intel Xeon (2 ranks, docs/PERFORMANCE.md, "Re-run on 2026-11-28"), reading what the
-  // other core has just written, as the two-shot does for every element it reduces or copies
-  // out, ran 2 - 4.5x slower than on the AMD EPYC of the table after this one. There the
-  // ranks did better reading each other's buffers by cross-memory attach: from 8K recursive
-  // doubling, whose one exchange (from COLLX_CMA_MIN) reads the peer's input and reduces all
-  // of it; from 512K shm_cma, which splits that work and then reads the other half's result.
+  // On an Intel Xeon (2 ranks, docs/PERFORMANCE.md, "Defaults by the CPU's maker"), reading
+  // what the other core has just written, as the two-shot does for every element it reduces
+  // or copies out, ran 2 - 4.5x slower than on the AMD EPYC of the table after this one.
+  // There recursive doubling (over UCX below COLLX_CMA_MIN) beat the one-shot from 8K, and
+  // shm_cma, which reads the peers' inputs by cross-memory attach, beat the two-shot from
+  // 2M. Between them, recursive doubling and shm_cma were faster only while the inputs are
+  // not rewritten between calls: a program that writes its input before each call, as a
+  // framework does its gradients, then takes the lines back from the peer that read them,
+  // and the two-shot (whose copy in leaves the input in its owner's cache) was faster.
   // Larger communicators keep that table until measured on a machine with enough cores.
   if (where.one_node && where.peer_access && where.cpu == CpuMaker::kIntel && comm_size == 2) {
     sel.ranges = {{0, kIntelOneShotMax, Algo::kShmOneShot},
-                  {kIntelOneShotMax, kIntelCmaMin, Algo::kRecursiveDoubling},
+                  {kIntelOneShotMax, kShmOneShotMax, Algo::kRecursiveDoubling},
+                  {kShmOneShotMax, kIntelCmaMin, Algo::kShmTwoShot},
                   {kIntelCmaMin, kInf, Algo::kShmCma}};
     return sel;
   }
