@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,16 @@ namespace collx::bench {
   std::fprintf(stderr, "%s: %s: %s: %s\n", program, what, collx_strerror(st), collx_last_error());
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
+}
+
+// Writes every cache line of `bytes` bytes at `p` again, with the value it holds (--rewrite):
+// as a program that computes its input before each call, so that a peer that read the input
+// last call finds it freshly written, and this core takes the lines back from the peer's cache.
+inline void rewrite_lines(uint8_t* p, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) {
+    volatile uint8_t* line = p + b;
+    *line = *line;
+  }
 }
 
 // A dtype or op by its libcollx name ("float32", "sum"); false for an unknown name.

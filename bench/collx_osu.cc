@@ -354,11 +354,7 @@ int main(int argc, char** argv) {
 
     // --rewrite: every line of the input written again, with the value it holds.
     auto rewrite = [&] {
-      if (!o.rewrite) return;
-      for (size_t b = 0; b < bytes; b += 64) {
-        volatile uint8_t* line = send + b;
-        *line = *line;
-      }
+      if (o.rewrite) collx::bench::rewrite_lines(send, bytes);
     };
     // Blocking, or (--nonblocking) post, compute for `busy` µs, wait. Returns the computation's
     // time in µs.

@@ -2,7 +2,7 @@
 // COLLX_TUNE table that picks the fastest at each size.
 //
 //   mpiexec -n 4 collx_tune [-m min:max] [-i iters] [-I iters_large] [-r rounds] [-T dtype]
-//                           [--op op] [--margin F] [--across]
+//                           [--op op] [--margin F] [--across] [--rewrite]
 //
 // Every algorithm of the selection table that can run on these ranks gets a communicator of
 // its own (COLLX_ALLREDUCE_ALGO; one that cannot is listed with the library's reason), beside
@@ -14,6 +14,10 @@
 // does not move the table. A measured size decides up to the next one; below min and above
 // max the nearest measured size decides. The table is then applied (COLLX_TUNE) and checked:
 // every size picks what was chosen and validates.
+//
+// --rewrite: before each call every rank writes its input again (collx_osu --rewrite), as a
+// program that computes its input before each call does; algorithms that read the peers'
+// inputs in place pay for that (docs/PERFORMANCE.md, "Defaults by the CPU's maker").
 //
 // --across tunes the hierarchical allreduce's step between nodes instead (COLLX_TUNE_ACROSS,
 // by the bytes of that step): on ranks spread over nodes with as many on each, the ranks of
@@ -54,6 +58,7 @@ struct Options {
   int rounds = 7;
   double margin = 0.05;
   bool across = false;  // tune the step between nodes (COLLX_TUNE_ACROSS)
+  bool rewrite = false;  // --rewrite
   collx_dtype_t dtype = COLLX_FLOAT32;
   collx_op_t op = COLLX_SUM;
 };
@@ -61,8 +66,8 @@ struct Options {
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--across") {
-      o->across = true;
+    if (a == "--across" || a == "--rewrite") {
+      (a == "--across" ? o->across : o->rewrite) = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -179,6 +184,7 @@ struct Runner {
     std::memset(recv.data(), 0xa5, count * es);
     const double t0 = MPI_Wtime();
     for (int i = 0; i < n; ++i) {
+      if (o.rewrite) collx::bench::rewrite_lines(send.data(), count * es);
       const collx_status_t st = collx_allreduce(send.data(), recv.data(), count, o.dtype, o.op, c);
       if (st != COLLX_SUCCESS) fail("collx_allreduce", st);
     }
@@ -290,7 +296,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::fprintf(stderr,
                    "usage: %s [-m min:max] [-i iters] [-I iters_large] [-r rounds] [-T dtype] "
-                   "[--op op] [--margin F] [--across]\n",
+                   "[--op op] [--margin F] [--across] [--rewrite]\n",
                    argv[0]);
     }
     MPI_Finalize();
@@ -341,15 +347,17 @@ int main(int argc, char** argv) {
     unsetenv("COLLX_TUNE_ACROSS");  // (the groups' own table is COLLX_TUNE)
     if (rank == 0) {
       std::printf("# collx_tune --across, %s: the step between %d nodes, %d groups at "
-                  "once, %s %s, median of %d rounds of the slowest rank, margin %.0f%%\n",
+                  "once, %s %s, median of %d rounds of the slowest rank, margin %.0f%%%s\n",
                   collx_version_string(), node.nodes, node.local_size,
-                  collx_dtype_name(o.dtype), collx_op_name(o.op), o.rounds, o.margin * 100);
+                  collx_dtype_name(o.dtype), collx_op_name(o.op), o.rounds, o.margin * 100,
+                  o.rewrite ? ", every input rewritten before each call" : "");
     }
   } else if (rank == 0) {
     std::printf("# collx_tune, %s: %d ranks, %s %s, median of %d rounds of the "
-                "slowest rank, margin %.0f%%\n",
+                "slowest rank, margin %.0f%%%s\n",
                 collx_version_string(), p, collx_dtype_name(o.dtype), collx_op_name(o.op),
-                o.rounds, o.margin * 100);
+                o.rounds, o.margin * 100,
+                o.rewrite ? ", every input rewritten before each call" : "");
   }
   int group_rank = 0;
   MPI_Comm_rank(group, &group_rank);

@@ -57,6 +57,9 @@ for algo in ALGOS:
     check((algo in columns) != (algo in not_here), f"{algo}: measured or not here, not both")
 for algo in measured_needed:
     check(algo in columns, f"{algo} measured")
+first = next((l for l in lines if l.startswith("# collx_tune")), "")
+check(("every input rewritten before each call" in first) == ("--rewrite" in cmd),
+      "the header says whether inputs are rewritten")
 var = "COLLX_TUNE_ACROSS=" if "--across" in cmd else "COLLX_TUNE="
 tune = next((l[len(var):] for l in lines if l.startswith(var)), "")
 check(tune != "", f"a {var} line")
