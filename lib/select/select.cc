@@ -9,7 +9,8 @@ namespace collx {
 
 namespace {
 constexpr size_t kShmOneShotMax = 16 << 10;  // measured crossovers, 2 ranks (AMD EPYC)
-constexpr size_t kIntelOneShotMax = 8 << 10;  // and on an Intel Xeon
+// On an Intel Xeon: the one-shot below 8K, recursive doubling to 16K, the two-shot to 2M.
+constexpr size_t kIntelOneShotMax = 8 << 10, kIntelTwoShotMin = 16 << 10;
 constexpr size_t kIntelCmaMin = 2 << 20;
 constexpr const char* kNames[] = {"recursive_doubling", "rabenseifner", "ring",
                                   "shm_one_shot",       "shm_two_shot", "shm_cma",
@@ -149,11 +150,12 @@ Selection default_selection(int comm_size, Locality where) {
   // not rewritten between calls: a program that writes its input before each call, as a
   // framework does its gradients, then takes the lines back from the peer that read them,
   // and the two-shot (whose copy in leaves the input in its owner's cache) was faster.
-  // Larger communicators keep that table until measured on a machine with enough cores.
+  // Larger communicators keep the table after this one until measured on a machine with
+  // enough cores.
   if (where.one_node && where.peer_access && where.cpu == CpuMaker::kIntel && comm_size == 2) {
     sel.ranges = {{0, kIntelOneShotMax, Algo::kShmOneShot},
-                  {kIntelOneShotMax, kShmOneShotMax, Algo::kRecursiveDoubling},
-                  {kShmOneShotMax, kIntelCmaMin, Algo::kShmTwoShot},
+                  {kIntelOneShotMax, kIntelTwoShotMin, Algo::kRecursiveDoubling},
+                  {kIntelTwoShotMin, kIntelCmaMin, Algo::kShmTwoShot},
                   {kIntelCmaMin, kInf, Algo::kShmCma}};
     return sel;
   }
