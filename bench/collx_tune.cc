@@ -66,8 +66,12 @@ struct Options {
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--across" || a == "--rewrite") {
-      (a == "--across" ? o->across : o->rewrite) = true;
+    if (a == "--across") {
+      o->across = true;
+      continue;
+    }
+    if (a == "--rewrite") {
+      o->rewrite = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -321,6 +325,7 @@ int main(int argc, char** argv) {
   // The job's tables, copied: creating the candidates sets and unsets these variables.
   const std::optional<std::string> job_tune = env_copy("COLLX_TUNE"),
                                    job_across = env_copy("COLLX_TUNE_ACROSS");
+  const char* rewritten = o.rewrite ? ", every input rewritten before each call" : "";
   if (o.across) {
     collx_comm_t world = nullptr;
     st = collx_comm_create_mpi(MPI_COMM_WORLD, &world);
@@ -350,14 +355,13 @@ int main(int argc, char** argv) {
                   "once, %s %s, median of %d rounds of the slowest rank, margin %.0f%%%s\n",
                   collx_version_string(), node.nodes, node.local_size,
                   collx_dtype_name(o.dtype), collx_op_name(o.op), o.rounds, o.margin * 100,
-                  o.rewrite ? ", every input rewritten before each call" : "");
+                  rewritten);
     }
   } else if (rank == 0) {
     std::printf("# collx_tune, %s: %d ranks, %s %s, median of %d rounds of the "
                 "slowest rank, margin %.0f%%%s\n",
                 collx_version_string(), p, collx_dtype_name(o.dtype), collx_op_name(o.op),
-                o.rounds, o.margin * 100,
-                o.rewrite ? ", every input rewritten before each call" : "");
+                o.rounds, o.margin * 100, rewritten);
   }
   int group_rank = 0;
   MPI_Comm_rank(group, &group_rank);
