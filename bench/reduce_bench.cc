@@ -4,7 +4,9 @@
 // memory-bound beyond the caches). copy/memcpy and copy/copy_cached: 2n bytes per copy with the
 // destination `distance` bytes past the source modulo a page (copy_cached's reason to exist);
 // copy/process_vm_readv and copy/peer_read the same for the kernel's copy between processes
-// (this process reading itself), raw and through peer_read's bounce buffer.
+// (this process reading itself), raw and through peer_read's bounce buffer. float16 and
+// bfloat16 also at each narrower vector level the CPU has ("bfloat16/sum@avx2", "@scalar"):
+// the kernels a CPU without the widest would run, for comparison.
 //   reduce_bench [--benchmark_filter=float32]
 #include <benchmark/benchmark.h>
 #include <sys/uio.h>
@@ -69,9 +71,9 @@ void peer_read_self(void* dst, const void* src, size_t n) {
   if (!collx::peer_read(getpid(), reinterpret_cast<uint64_t>(src), dst, n).ok()) std::abort();
 }
 
-void bm_reduce(benchmark::State& state, collx_dtype_t dtype, collx_op_t op) {
+void bm_reduce(benchmark::State& state, collx_dtype_t dtype, collx_op_t op, collx::Simd simd) {
   collx::Reducer red;
-  if (!collx::make_reducer(dtype, op, &red).ok()) {
+  if (!collx::make_reducer(dtype, op, &red, simd).ok()) {
     state.SkipWithError("unsupported");
     return;
   }
@@ -103,8 +105,17 @@ int register_all() {
     for (collx_op_t op : collx::test::all_ops()) {
       if (!collx::test::op_valid(d, op) || op == COLLX_AVG) continue;
       const std::string name = std::string(collx_dtype_name(d)) + "/" + collx_op_name(op);
+      const auto best = collx::best_simd();
       for (int64_t s : kSizes) {
-        benchmark::RegisterBenchmark(name.c_str(), bm_reduce, d, op)->Arg(s);
+        benchmark::RegisterBenchmark(name.c_str(), bm_reduce, d, op, best)->Arg(s);
+      }
+      if (d != COLLX_FLOAT16 && d != COLLX_BFLOAT16) continue;
+      for (int level = static_cast<int>(best) - 1; level >= 0; --level) {
+        const auto simd = static_cast<collx::Simd>(level);
+        const std::string lower = name + "@" + collx::simd_name(simd);
+        for (int64_t s : kSizes) {
+          benchmark::RegisterBenchmark(lower.c_str(), bm_reduce, d, op, simd)->Arg(s);
+        }
       }
     }
   }

@@ -79,13 +79,21 @@ std::vector<T> random_values(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// Every vector level this CPU has, the scalar one included (the level matters for float16 and
+// bfloat16 only; the others get the same kernel at every level).
+std::vector<Simd> simd_levels() {
+  std::vector<Simd> v;
+  for (int l = 0; l <= static_cast<int>(best_simd()); ++l) v.push_back(static_cast<Simd>(l));
+  return v;
+}
+
 template <typename T>
-void check_kernel(collx_dtype_t d, collx_op_t op) {
+void check_kernel(collx_dtype_t d, collx_op_t op, Simd simd) {
   Reducer red;
-  REQUIRE(make_reducer(d, op, &red).ok());
+  REQUIRE(make_reducer(d, op, &red, simd).ok());
   REQUIRE(red.elem_size == sizeof(T));
   std::mt19937_64 rng(d * 100 + op);
-  for (size_t n : {0ul, 1ul, 3ul, 16ul, 1037ul}) {
+  for (size_t n : {0ul, 1ul, 3ul, 16ul, 47ul, 1037ul}) {
     const auto a = random_values<T>(n, rng), b = random_values<T>(n, rng);
     std::vector<T> expect(n);
     for (size_t i = 0; i < n; ++i) expect[i] = ref_op(op, a[i], b[i]);
@@ -94,7 +102,8 @@ void check_kernel(collx_dtype_t d, collx_op_t op) {
     red(out.data(), a.data(), b.data(), n);
     red(x.data(), x.data(), b.data(), n);
     red(y.data(), a.data(), y.data(), n);
-    INFO(collx_dtype_name(d) << " " << collx_op_name(op) << " n=" << n);
+    INFO(collx_dtype_name(d) << " " << collx_op_name(op) << " n=" << n << " "
+                              << simd_name(simd));
     // memcmp's pointers must not be null, even for 0 bytes (empty vectors have none).
     auto same = [&](const std::vector<T>& v) {
       return n == 0 || std::memcmp(v.data(), expect.data(), n * sizeof(T)) == 0;
@@ -131,15 +140,64 @@ void check_kernel(collx_dtype_t d, collx_op_t op) {
 }  // namespace
 
 TEST_CASE("every dtype x op kernel matches the scalar reference bitwise, at any offset") {
-  int checked = 0;
-  for (collx_dtype_t d : all_dtypes()) {
-    for (collx_op_t op : all_ops()) {
-      if (!op_valid(d, op)) continue;
-      with_dtype(d, [&](auto tag) { check_kernel<decltype(tag)>(d, op); });
-      ++checked;
+  for (Simd simd : simd_levels()) {
+    int checked = 0;
+    for (collx_dtype_t d : all_dtypes()) {
+      for (collx_op_t op : all_ops()) {
+        if (!op_valid(d, op)) continue;
+        with_dtype(d, [&](auto tag) { check_kernel<decltype(tag)>(d, op, simd); });
+        ++checked;
+      }
+    }
+    CHECK(checked == 8 * 7 + 4 * 5);  // integers: all but avg; floats: sum prod min max avg
+  }
+  if (best_simd() != Simd::kAvx512) WARN("no AVX-512 on this CPU: its kernels not run");
+  if (best_simd() == Simd::kScalar) WARN("no AVX2 + F16C on this CPU: their kernels not run");
+}
+
+// Each of the 65,536 bit patterns (subnormals, infinities, NaNs with every payload, both
+// zeros) against a partner that runs through all of them in another order, and against a few
+// fixed ones; sums of two values with one exponent are ties half the time. Every level gives
+// the scalar kernel's bits, and those are the reference's, but for two NaNs: which payload
+// comes out then depends on the order of the operands, which a compiler may swap in the
+// reference's `x + y` (x86 returns the first operand's), so there the result need only be NaN.
+TEST_CASE("float16 and bfloat16 kernels give the reference's bits for every value at every level") {
+  auto check = [](auto tag, collx_dtype_t d, collx_op_t op, Simd simd) {
+    using T = decltype(tag);
+    Reducer red, scalar;
+    REQUIRE(make_reducer(d, op, &red, simd).ok());
+    REQUIRE(make_reducer(d, op, &scalar, Simd::kScalar).ok());
+    for (uint32_t partner : {0u, 1u, 0x8001u, 0x3c00u, 0x7fffu}) {
+      std::vector<T> a(65536 + 5), b(a.size()), out(a.size()), base(a.size());
+      for (uint32_t i = 0; i < a.size(); ++i) {
+        a[i].bits = static_cast<uint16_t>(i);
+        // An odd multiplier permutes the 16-bit values; partner 0 uses it, the others are one
+        // value for all.
+        b[i].bits = static_cast<uint16_t>(partner == 0 ? i * 40503u + 7 : partner);
+      }
+      scalar(base.data(), a.data(), b.data(), a.size());
+      red(out.data(), a.data(), b.data(), a.size());
+      size_t off_reference = 0, off_scalar = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const bool two_nans = std::isnan(to_float(a[i])) && std::isnan(to_float(b[i]));
+        const T want = ref_op(op, a[i], b[i]);
+        off_reference += two_nans ? !std::isnan(to_float(base[i])) : base[i].bits != want.bits;
+        off_scalar += out[i].bits != base[i].bits;
+      }
+      INFO(collx_dtype_name(d) << " " << collx_op_name(op) << " " << simd_name(simd)
+                               << " partner " << partner);
+      CHECK(off_reference == 0);
+      CHECK(off_scalar == 0);
+      red(b.data(), a.data(), b.data(), a.size());  // in place, into b
+      CHECK(std::memcmp(b.data(), base.data(), a.size() * sizeof(T)) == 0);
+    }
+  };
+  for (Simd simd : simd_levels()) {
+    for (collx_op_t op : {COLLX_SUM, COLLX_PROD, COLLX_MIN, COLLX_MAX}) {
+      check(Float16{}, COLLX_FLOAT16, op, simd);
+      check(BFloat16{}, COLLX_BFLOAT16, op, simd);
     }
   }
-  CHECK(checked == 8 * 7 + 4 * 5);  // integers: all but avg; floats: sum prod min max avg
 }
 
 TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") {
@@ -153,6 +211,11 @@ TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") 
         COLLX_ERR_INVALID_ARG);
   CHECK(make_reducer(COLLX_INT8, static_cast<collx_op_t>(-1), &red).code() ==
         COLLX_ERR_INVALID_ARG);
+  if (best_simd() != Simd::kAvx512) {  // a level this CPU lacks
+    const Status no = make_reducer(COLLX_BFLOAT16, COLLX_SUM, &red, Simd::kAvx512);
+    CHECK(no.code() == COLLX_ERR_UNSUPPORTED);
+    CHECK(no.message().find("avx512") != std::string::npos);
+  }
 }
 
 TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)") {

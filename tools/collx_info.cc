@@ -14,6 +14,7 @@
 #include "collx_build_config.h"
 #include "core/config.h"
 #include "memory/cuda_driver.h"
+#include "reduce/reduce.h"
 #include "select/select.h"
 #include "topo/topo.h"
 
@@ -114,8 +115,9 @@ int main(int argc, char** argv) {
                 t.cores, t.pus, t.numa_nodes, t.gpus);
   }
   const collx::CpuMaker cpu = collx::cpu_maker();
-  std::printf("CPU:         %s (the defaults within a node differ by maker)\n",
-              collx::cpu_maker_name(cpu));
+  std::printf("CPU:         %s (the defaults within a node differ by maker); float16/bfloat16 "
+              "reductions: %s\n",
+              collx::cpu_maker_name(cpu), collx::simd_name(collx::best_simd()));
   collx::Config config;
   collx::Status st = collx::load_config(&config);
   // Within a node, as when the ranks can read each other's memory (the usual case).

@@ -4,7 +4,12 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start from a deliberately undefined vector, which its
+// -Wmaybe-uninitialized reports where they are inlined (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 #include "reduce/dtype.h"
@@ -40,71 +45,152 @@ void kernel(void* dst, const void* a, const void* b, size_t n) {
 }
 
 #if defined(__x86_64__)
-// float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU): 8 lanes at a time, the same IEEE
-// float operations as the scalar kernel, rounded back RNE: bitwise the same results.
+// float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector at a
+// time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise the
+// same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals to zero.)
+#define COLLX_AVX2 __attribute__((target("avx2,f16c")))
+#define COLLX_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+// The operations on 8 or 16 floats. Min and max: NaN in b wins, then NaN in a, as in ops.h.
 struct VecSum {
-  __attribute__((target("avx2,f16c"))) static __m256 apply(__m256 a, __m256 b) {
-    return _mm256_add_ps(a, b);
-  }
+  COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+  COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
 };
 struct VecProd {
-  __attribute__((target("avx2,f16c"))) static __m256 apply(__m256 a, __m256 b) {
-    return _mm256_mul_ps(a, b);
-  }
+  COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
 };
-template <int kCmp>  // _CMP_LT_OQ: min, _CMP_GT_OQ: max; NaN in b wins, as in Min/Max above
+template <int kCmp>  // _CMP_LT_OQ: min, _CMP_GT_OQ: max
 struct VecPick {
-  __attribute__((target("avx2,f16c"))) static __m256 apply(__m256 a, __m256 b) {
+  COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) {
     const __m256 r = _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, kCmp));
     return _mm256_blendv_ps(r, b, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
   }
+  COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) {
+    const __mmask16 take_b =
+        _mm512_cmp_ps_mask(b, a, kCmp) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(take_b, a, b);
+  }
 };
 
-// 8 narrow values <-> 8 floats, at any byte offset. float16 through F16C; bfloat16 is the top
-// half of a float, rounded to nearest-even with integer arithmetic, NaNs quieted (as in half.h).
-template <typename H>
-__attribute__((target("avx2,f16c"))) inline __m256 load8(const void* p) {
-  const __m128i raw = _mm_loadu_si128(static_cast<const __m128i*>(p));
-  if constexpr (std::is_same_v<H, Float16>) return _mm256_cvtph_ps(raw);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+// One vector's worth of float16 (8 or 16 values: the hardware's conversions) or bfloat16 (16
+// or 32). The width's tag (Avx2, Avx512) picks the overload.
+struct Avx2 {};
+struct Avx512 {};
+
+COLLX_AVX2 inline __m256 f16_load(const uint8_t* p, Avx2) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-template <typename H>
-__attribute__((target("avx2,f16c"))) inline void store8(void* p, __m256 v) {
-  if constexpr (std::is_same_v<H, Float16>) {
-    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    return;
-  }
-  const __m256i f = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
-  const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb), 16);
-  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(0x40));
-  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(f, _mm256_set1_epi32(0x7fffffff)),
-                                            _mm256_set1_epi32(0x7f800000));
-  const __m256i w = _mm256_blendv_epi8(rounded, quiet, is_nan);
-  // Pack the eight 32-bit lanes (each < 2^16) into 16 bits, in order.
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0xd8);
-  _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+COLLX_AVX512 inline __m512 f16_load(const uint8_t* p, Avx512) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+template <typename V>
+COLLX_AVX2 inline void block(Float16, uint8_t* d, const uint8_t* x, const uint8_t* y, Avx2 w) {
+  const __m256 r = V::apply(f16_load(x, w), f16_load(y, w));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+}
+template <typename V>
+COLLX_AVX512 inline void block(Float16, uint8_t* d, const uint8_t* x, const uint8_t* y,
+                               Avx512 w) {
+  const __m512 r = V::apply(f16_load(x, w), f16_load(y, w));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d),
+                      _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
 }
 
+// bfloat16, two to a 32-bit lane, with no shuffle across lanes: the even element (the low half)
+// shifted up is a float, and so is the odd one (the high half) with the low half cleared. Each
+// is combined as a float and rounded in place, RNE with integers (add 0x7fff plus the lowest
+// kept bit; a NaN is quieted by setting the top fraction bit instead, as in half.h), and the
+// two results' high halves are put back together.
+COLLX_AVX2 inline __m256 bf16_even(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+COLLX_AVX2 inline __m256 bf16_odd(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xffff)));
+}
+COLLX_AVX2 inline __m256i bf16_round(__m256 v) {
+  const __m256i f = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
+  const __m256i t = _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb);
+  const __m256i quiet = _mm256_or_si256(f, _mm256_set1_epi32(0x400000));
+  return _mm256_blendv_epi8(t, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+}
+template <typename V>
+COLLX_AVX2 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y, Avx2) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
+  const __m256i e = _mm256_srli_epi32(bf16_round(V::apply(bf16_even(a), bf16_even(b))), 16);
+  const __m256i o = bf16_round(V::apply(bf16_odd(a), bf16_odd(b)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_blend_epi16(e, o, 0xaa));
+}
+COLLX_AVX512 inline __m512 bf16_even(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+COLLX_AVX512 inline __m512 bf16_odd(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
+}
+COLLX_AVX512 inline __m512i bf16_round(__m512 v) {
+  const __m512i f = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(f, 16), _mm512_set1_epi32(1));
+  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(f, _mm512_set1_epi32(0x7fff)), lsb);
+  return _mm512_mask_or_epi32(t, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), f,
+                              _mm512_set1_epi32(0x400000));
+}
+template <typename V>
+COLLX_AVX512 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y,
+                               Avx512) {
+  const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(y);
+  const __m512i e = _mm512_srli_epi32(bf16_round(V::apply(bf16_even(a), bf16_even(b))), 16);
+  const __m512i o = bf16_round(V::apply(bf16_odd(a), bf16_odd(b)));
+  _mm512_storeu_si512(d, _mm512_mask_blend_epi16(0xaaaaaaaa, e, o));
+}
+
+// Whole blocks, then the rest (under one block) through the narrower kernel: AVX2's, then the
+// scalar one. Written once per width: each loop must carry its target for the blocks to inline
+// into it.
 template <typename H, typename V, typename Op>
-__attribute__((target("avx2,f16c"))) void avx2_half_kernel(void* dst, const void* a,
-                                                           const void* b, size_t n) {
+COLLX_AVX2 void avx2_half_kernel(void* dst, const void* a, const void* b, size_t n) {
+  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 8 : 16;
   auto* d = static_cast<uint8_t*>(dst);
   const auto* x = static_cast<const uint8_t*>(a);
   const auto* y = static_cast<const uint8_t*>(b);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  for (; i + kBlock <= n; i += kBlock) {
     const size_t at = i * sizeof(H);
-    store8<H>(d + at, V::apply(load8<H>(x + at), load8<H>(y + at)));
+    block<V>(H{}, d + at, x + at, y + at, Avx2{});
   }
   const size_t at = i * sizeof(H);
   kernel<H, Op>(d + at, x + at, y + at, n - i);
 }
+template <typename H, typename V, typename Op>
+COLLX_AVX512 void avx512_half_kernel(void* dst, const void* a, const void* b, size_t n) {
+  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 16 : 32;
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const size_t at = i * sizeof(H);
+    block<V>(H{}, d + at, x + at, y + at, Avx512{});
+  }
+  const size_t at = i * sizeof(H);
+  avx2_half_kernel<H, V, Op>(d + at, x + at, y + at, n - i);
+}
 
-bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  return yes;
+template <typename H, typename V, typename Op, bool kWide>
+ReduceFn half_fn() {
+  if constexpr (kWide) return avx512_half_kernel<H, V, Op>;
+  else return avx2_half_kernel<H, V, Op>;
+}
+template <typename H, bool kWide>
+ReduceFn half_kernel(collx_op_t op) {
+  switch (op) {
+    case COLLX_SUM: case COLLX_AVG: return half_fn<H, VecSum, Sum, kWide>();
+    case COLLX_PROD: return half_fn<H, VecProd, Prod, kWide>();
+    case COLLX_MIN: return half_fn<H, VecPick<_CMP_LT_OQ>, Min, kWide>();
+    case COLLX_MAX: return half_fn<H, VecPick<_CMP_GT_OQ>, Max, kWide>();
+    default: return nullptr;
+  }
 }
 #endif
 
@@ -114,18 +200,11 @@ void divide(void* buf, size_t n, int ranks) {
 }
 
 template <typename T>
-ReduceFn pick(collx_op_t op) {
+ReduceFn pick(collx_op_t op, Simd simd) {
 #if defined(__x86_64__)
   if constexpr (kHalf<T>) {
-    if (have_f16c()) {
-      switch (op) {
-        case COLLX_SUM: case COLLX_AVG: return avx2_half_kernel<T, VecSum, Sum>;
-        case COLLX_PROD: return avx2_half_kernel<T, VecProd, Prod>;
-        case COLLX_MIN: return avx2_half_kernel<T, VecPick<_CMP_LT_OQ>, Min>;
-        case COLLX_MAX: return avx2_half_kernel<T, VecPick<_CMP_GT_OQ>, Max>;
-        default: return nullptr;
-      }
-    }
+    if (simd == Simd::kAvx512) return half_kernel<T, true>(op);
+    if (simd == Simd::kAvx2) return half_kernel<T, false>(op);
   }
 #endif
   ReduceFn fn = nullptr;  // stays null where op has no meaning for T
@@ -134,9 +213,9 @@ ReduceFn pick(collx_op_t op) {
 }
 
 template <typename T>
-Reducer make(collx_op_t op) {
+Reducer make(collx_op_t op, Simd simd) {
   Reducer r;
-  r.reduce = pick<T>(op);
+  r.reduce = pick<T>(op, simd);
   r.elem_size = sizeof(T);
   if (op == COLLX_AVG) {
     if constexpr (!std::is_integral_v<T>) r.finalize = divide<T>;
@@ -146,12 +225,36 @@ Reducer make(collx_op_t op) {
 
 }  // namespace
 
-Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out) {
+Simd best_simd() {
+#if defined(__x86_64__)
+  static const Simd best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                               ? Simd::kAvx512
+                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
+                               ? Simd::kAvx2
+                               : Simd::kScalar;
+  return best;
+#else
+  return Simd::kScalar;
+#endif
+}
+
+const char* simd_name(Simd simd) {
+  switch (simd) {
+    case Simd::kAvx512: return "avx512";
+    case Simd::kAvx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out, Simd simd) {
   if (static_cast<unsigned>(op) >= COLLX_OP_COUNT) {
     return error(COLLX_ERR_INVALID_ARG, "invalid op %d", static_cast<int>(op));
   }
+  if (static_cast<int>(simd) > static_cast<int>(best_simd())) {
+    return error(COLLX_ERR_UNSUPPORTED, "this CPU has no %s", simd_name(simd));
+  }
   Reducer r;
-  if (!with_dtype(dtype, [&](auto tag) { r = make<decltype(tag)>(op); })) {
+  if (!with_dtype(dtype, [&](auto tag) { r = make<decltype(tag)>(op, simd); })) {
     return error(COLLX_ERR_INVALID_ARG, "invalid dtype %d", static_cast<int>(dtype));
   }
   if (r.reduce == nullptr) {

@@ -25,8 +25,16 @@ struct Reducer {
   void operator()(void* dst, const void* a, const void* b, size_t n) const { reduce(dst, a, b, n); }
 };
 
+// The vector instructions the float16/bfloat16 kernels use (the other types' loops are
+// vectorised by the compiler for every x86-64 CPU): AVX2 with F16C, 8 lanes, or AVX-512 F + BW,
+// 16. Every level gives bitwise the same results.
+enum class Simd { kScalar, kAvx2, kAvx512 };
+Simd best_simd();  // the widest this CPU has
+const char* simd_name(Simd simd);
+
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
-// meaning (avg of integers, bitwise ops on floating types).
-Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out);
+// meaning (avg of integers, bitwise ops on floating types). `simd` above best_simd() is not
+// allowed (tests and benchmarks pass lower levels to compare them).
+Status make_reducer(collx_dtype_t dtype, collx_op_t op, Reducer* out, Simd simd = best_simd());
 
 }  // namespace collx
