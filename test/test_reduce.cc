@@ -161,7 +161,7 @@ TEST_CASE("every dtype x op kernel matches the scalar reference bitwise, at any 
 // the scalar kernel's bits, and those are the reference's, but for two NaNs: which payload
 // comes out then depends on the order of the operands, which a compiler may swap in the
 // reference's `x + y` (x86 returns the first operand's), so there the result need only be NaN.
-TEST_CASE("float16 and bfloat16 kernels give the reference's bits for every value at every level") {
+TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for every value, every level") {
   auto check = [](auto tag, collx_dtype_t d, collx_op_t op, Simd simd) {
     using T = decltype(tag);
     Reducer red, scalar;
@@ -192,11 +192,35 @@ TEST_CASE("float16 and bfloat16 kernels give the reference's bits for every valu
       CHECK(std::memcmp(b.data(), base.data(), a.size() * sizeof(T)) == 0);
     }
   };
+  // avg's division by the rank count, in place: the float quotient rounded back.
+  auto check_avg = [](auto tag, collx_dtype_t d, Simd simd) {
+    using T = decltype(tag);
+    Reducer red;
+    REQUIRE(make_reducer(d, COLLX_AVG, &red, simd).ok());
+    REQUIRE(red.finalize != nullptr);
+    for (int ranks : {2, 3, 7, 12, 1023}) {
+      std::vector<T> v(65536 + 5);
+      for (uint32_t i = 0; i < v.size(); ++i) v[i].bits = static_cast<uint16_t>(i);
+      red.finalize(v.data(), v.size(), ranks);
+      size_t wrong = 0;
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        const float q = to_float(T{static_cast<uint16_t>(i)}) / static_cast<float>(ranks);
+        T want;
+        if constexpr (std::is_same_v<T, Float16>) want = to_float16(q);
+        else want = to_bfloat16(q);
+        wrong += v[i].bits != want.bits;
+      }
+      INFO(collx_dtype_name(d) << " avg " << simd_name(simd) << " ranks " << ranks);
+      CHECK(wrong == 0);
+    }
+  };
   for (Simd simd : simd_levels()) {
     for (collx_op_t op : {COLLX_SUM, COLLX_PROD, COLLX_MIN, COLLX_MAX}) {
       check(Float16{}, COLLX_FLOAT16, op, simd);
       check(BFloat16{}, COLLX_BFLOAT16, op, simd);
     }
+    check_avg(Float16{}, COLLX_FLOAT16, simd);
+    check_avg(BFloat16{}, COLLX_BFLOAT16, simd);
   }
 }
 

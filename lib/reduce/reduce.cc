@@ -44,6 +44,11 @@ void kernel(void* dst, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) store(dst, i, combine<Op>(load<T>(a, i), load<T>(b, i)));
 }
 
+template <typename T>
+void divide(void* buf, size_t n, int ranks) {
+  for (size_t i = 0; i < n; ++i) store(buf, i, divide_by(load<T>(buf, i), ranks));
+}
+
 #if defined(__x86_64__)
 // float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector at a
 // time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise the
@@ -85,14 +90,15 @@ COLLX_AVX512 inline __m512 f16_load(const uint8_t* p, Avx512) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 template <typename V>
-COLLX_AVX2 inline void block(Float16, uint8_t* d, const uint8_t* x, const uint8_t* y, Avx2 w) {
-  const __m256 r = V::apply(f16_load(x, w), f16_load(y, w));
+COLLX_AVX2 inline void block(Float16, uint8_t* d, const uint8_t* x, const uint8_t* y, const V& v,
+                             Avx2 w) {
+  const __m256 r = v.apply(f16_load(x, w), f16_load(y, w));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
 }
 template <typename V>
 COLLX_AVX512 inline void block(Float16, uint8_t* d, const uint8_t* x, const uint8_t* y,
-                               Avx512 w) {
-  const __m512 r = V::apply(f16_load(x, w), f16_load(y, w));
+                               const V& v, Avx512 w) {
+  const __m512 r = v.apply(f16_load(x, w), f16_load(y, w));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(d),
                       _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
 }
@@ -116,11 +122,12 @@ COLLX_AVX2 inline __m256i bf16_round(__m256 v) {
   return _mm256_blendv_epi8(t, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 template <typename V>
-COLLX_AVX2 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y, Avx2) {
+COLLX_AVX2 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y, const V& v,
+                             Avx2) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
   const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
-  const __m256i e = _mm256_srli_epi32(bf16_round(V::apply(bf16_even(a), bf16_even(b))), 16);
-  const __m256i o = bf16_round(V::apply(bf16_odd(a), bf16_odd(b)));
+  const __m256i e = _mm256_srli_epi32(bf16_round(v.apply(bf16_even(a), bf16_even(b))), 16);
+  const __m256i o = bf16_round(v.apply(bf16_odd(a), bf16_odd(b)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_blend_epi16(e, o, 0xaa));
 }
 COLLX_AVX512 inline __m512 bf16_even(__m512i v) {
@@ -138,43 +145,78 @@ COLLX_AVX512 inline __m512i bf16_round(__m512 v) {
 }
 template <typename V>
 COLLX_AVX512 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y,
-                               Avx512) {
+                               const V& v, Avx512) {
   const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(y);
-  const __m512i e = _mm512_srli_epi32(bf16_round(V::apply(bf16_even(a), bf16_even(b))), 16);
-  const __m512i o = bf16_round(V::apply(bf16_odd(a), bf16_odd(b)));
+  const __m512i e = _mm512_srli_epi32(bf16_round(v.apply(bf16_even(a), bf16_even(b))), 16);
+  const __m512i o = bf16_round(v.apply(bf16_odd(a), bf16_odd(b)));
   _mm512_storeu_si512(d, _mm512_mask_blend_epi16(0xaaaaaaaa, e, o));
 }
 
-// Whole blocks, then the rest (under one block) through the narrower kernel: AVX2's, then the
-// scalar one. Written once per width: each loop must carry its target for the blocks to inline
-// into it.
-template <typename H, typename V, typename Op>
-COLLX_AVX2 void avx2_half_kernel(void* dst, const void* a, const void* b, size_t n) {
+// d = x op y for as many whole blocks as fit in n elements; returns how many elements that
+// is. Written once per width: each loop must carry its target for the blocks to inline into it.
+template <typename H, typename V>
+COLLX_AVX2 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t n, const V& v,
+                         Avx2 w) {
   constexpr size_t kBlock = std::is_same_v<H, Float16> ? 8 : 16;
-  auto* d = static_cast<uint8_t*>(dst);
-  const auto* x = static_cast<const uint8_t*>(a);
-  const auto* y = static_cast<const uint8_t*>(b);
   size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     const size_t at = i * sizeof(H);
-    block<V>(H{}, d + at, x + at, y + at, Avx2{});
+    block(H{}, d + at, x + at, y + at, v, w);
   }
+  return i;
+}
+template <typename H, typename V>
+COLLX_AVX512 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t n,
+                           const V& v, Avx512 w) {
+  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 16 : 32;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const size_t at = i * sizeof(H);
+    block(H{}, d + at, x + at, y + at, v, w);
+  }
+  return i;
+}
+
+// The kernels and avg's division: whole blocks, then the rest (under one block) through the
+// narrower code, AVX2's, then the scalar one.
+template <typename H, typename V, typename Op>
+COLLX_AVX2 void avx2_half_kernel(void* dst, const void* a, const void* b, size_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  const size_t i = blocks<H>(d, x, y, n, V{}, Avx2{});
   const size_t at = i * sizeof(H);
   kernel<H, Op>(d + at, x + at, y + at, n - i);
 }
 template <typename H, typename V, typename Op>
 COLLX_AVX512 void avx512_half_kernel(void* dst, const void* a, const void* b, size_t n) {
-  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 16 : 32;
   auto* d = static_cast<uint8_t*>(dst);
   const auto* x = static_cast<const uint8_t*>(a);
   const auto* y = static_cast<const uint8_t*>(b);
-  size_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    const size_t at = i * sizeof(H);
-    block<V>(H{}, d + at, x + at, y + at, Avx512{});
-  }
+  const size_t i = blocks<H>(d, x, y, n, V{}, Avx512{});
   const size_t at = i * sizeof(H);
   avx2_half_kernel<H, V, Op>(d + at, x + at, y + at, n - i);
+}
+
+// x / ranks, the second operand unused (the blocks read it; it is x again).
+struct VecDivide {
+  float by;
+  COLLX_AVX2 __m256 apply(__m256 a, __m256) const { return _mm256_div_ps(a, _mm256_set1_ps(by)); }
+  COLLX_AVX512 __m512 apply(__m512 a, __m512) const {
+    return _mm512_div_ps(a, _mm512_set1_ps(by));
+  }
+};
+template <typename H>
+COLLX_AVX2 void avx2_half_divide(void* buf, size_t n, int ranks) {
+  auto* d = static_cast<uint8_t*>(buf);
+  const size_t i = blocks<H>(d, d, d, n, VecDivide{static_cast<float>(ranks)}, Avx2{});
+  divide<H>(d + i * sizeof(H), n - i, ranks);
+}
+template <typename H>
+COLLX_AVX512 void avx512_half_divide(void* buf, size_t n, int ranks) {
+  auto* d = static_cast<uint8_t*>(buf);
+  const size_t i = blocks<H>(d, d, d, n, VecDivide{static_cast<float>(ranks)}, Avx512{});
+  avx2_half_divide<H>(d + i * sizeof(H), n - i, ranks);
 }
 
 template <typename H, typename V, typename Op, bool kWide>
@@ -193,11 +235,6 @@ ReduceFn half_kernel(collx_op_t op) {
   }
 }
 #endif
-
-template <typename T>
-void divide(void* buf, size_t n, int ranks) {
-  for (size_t i = 0; i < n; ++i) store(buf, i, divide_by(load<T>(buf, i), ranks));
-}
 
 template <typename T>
 ReduceFn pick(collx_op_t op, Simd simd) {
@@ -219,6 +256,12 @@ Reducer make(collx_op_t op, Simd simd) {
   r.elem_size = sizeof(T);
   if (op == COLLX_AVG) {
     if constexpr (!std::is_integral_v<T>) r.finalize = divide<T>;
+#if defined(__x86_64__)
+    if constexpr (kHalf<T>) {
+      if (simd == Simd::kAvx512) r.finalize = avx512_half_divide<T>;
+      if (simd == Simd::kAvx2) r.finalize = avx2_half_divide<T>;
+    }
+#endif
   }
   return r;
 }
