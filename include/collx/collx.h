@@ -128,7 +128,10 @@ COLLX_API collx_status_t collx_init(void);
 COLLX_API collx_status_t collx_finalize(void);
 
 /* Collective over the members: every rank calls it with the same size and its own rank.
- * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG). */
+ * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG). A
+ * creation that runs out of time (COLLX_TIMEOUT) in its last steps may end differently on
+ * different ranks: a rank whose steps completed gets a communicator while a peer returns
+ * COLLX_ERR_TIMEOUT; destroy it as usual (its waits for that peer time out too). */
 COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
 /* Collective, like MPI_Comm_free: waits for the communicator's outstanding requests and for
  * every member (within the deadline), then frees it. A communicator that failed earlier is
