@@ -27,7 +27,8 @@ struct Reducer {
 
 // The vector instructions the float16/bfloat16 kernels use (the other types' loops are
 // vectorised by the compiler for every x86-64 CPU): AVX2 with F16C, 8 lanes, or AVX-512 F + BW,
-// 16. Every level gives bitwise the same results.
+// 16. Every level gives bitwise the same results, but for the payload of a NaN made from two
+// NaNs (which operand's survives is up to the compiler's order, in the scalar code too).
 enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
