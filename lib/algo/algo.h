@@ -85,7 +85,17 @@ struct AllreduceArgs {
   ShmChannel* shm = nullptr;  // shared memory of the ranks, when all share a node
   StoreChoice* stores = nullptr;  // shm_two_shot's kind of stores; null: streaming
   const Hierarchy* hier = nullptr;  // ranks on several nodes (Algo::kHierarchical)
+  // avg: the number of inputs in the sum, which each element's finished sum is divided by,
+  // once, by the rank that finishes it (before the others get it: finish()). 0: no division
+  // (other ops, and the hierarchical allreduce's steps within a node, which finish nothing).
+  int divisor = 0;
 };
+
+// avg's division of `n` elements at `buf` whose sum this rank has just finished; nothing for
+// the other ops. Every rank that gets those elements gets them divided, so all get the same bits.
+inline void finish(const AllreduceArgs& a, uint8_t* buf, size_t n) {
+  if (a.divisor > 0 && n > 0) a.red.finalize(buf, n, a.divisor);
+}
 
 Status allreduce_recursive_doubling(const AllreduceArgs& a);
 Status allreduce_rabenseifner(const AllreduceArgs& a);

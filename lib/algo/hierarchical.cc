@@ -53,7 +53,8 @@ constexpr size_t kWholeMax = 16 << 10;
 // Step 2: `count` elements of `buf`, in place, over `across` (a block's owners).
 Status allreduce_across(const AllreduceArgs& a, Transport& across, uint8_t* buf, size_t count) {
   across.begin_nested(a.t);
-  const AllreduceArgs g{across, a.red, buf, buf, count, a.scratch, a.segment_bytes};
+  AllreduceArgs g{across, a.red, buf, buf, count, a.scratch, a.segment_bytes};
+  g.divisor = a.divisor;  // the step that finishes the sums
   return across.end_op(run_allreduce(a.hier->table->pick(count * a.red.elem_size), g));
 }
 
@@ -64,6 +65,7 @@ Status allreduce_hierarchical(const AllreduceArgs& a) {
   const size_t elem = a.red.elem_size;
   AllreduceArgs node = a;
   node.shm = h.node;
+  node.divisor = 0;  // a node's sum is not the sum
   if (h.even && a.count * elem * static_cast<size_t>(h.blocks) <= kWholeMax) {
     COLLX_TRY(allreduce_shm_one_shot(node));
     return allreduce_across(a, *h.groups.front().across, a.recv, a.count);  // one block each

@@ -55,6 +55,8 @@ Status allreduce_rabenseifner(const AllreduceArgs& a) {
     cur = a.recv;  // the kept range now lives in recv; later steps only touch subranges of it
   }
   if (steps == 0 && cur != a.recv) copy_cached(a.recv, cur, bytes);
+  const Range own = blocks(a.count, q, w, w + 1);  // no send above reads it: it was always kept
+  finish(a, a.recv + own.begin * es, own.len);
   COLLX_TRY(t.wait_all());  // the allgather overwrites ranges the sends above read
 
   // Allgather: exchange ever larger ranges of finished blocks, straight into recv.

@@ -38,6 +38,7 @@ Status allreduce_recursive_doubling(const AllreduceArgs& a) {
     cur = a.recv;
   }
   if (cur != a.recv) copy_cached(a.recv, cur, bytes);  // only when no step ran
+  finish(a, a.recv, a.count);  // every rank that took part divides all (the sat-out get it)
   return fold_out(a, f, unfold_step);
 }
 

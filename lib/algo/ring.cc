@@ -128,6 +128,7 @@ Status allreduce_ring(const AllreduceArgs& a) {
       COLLX_TRY(t.wait(rs_recv[slot]));
       const Range g = seg.get(b, c);
       a.red(a.recv + g.begin * es, slots + slot * seg_bytes, a.send + g.begin * es, g.len);
+      if (s + 1 == rs_steps) finish(a, a.recv + g.begin * es, g.len);  // block b is this rank's
       if (posted < rs_total) COLLX_TRY(post_rs_recv());
       // The reduced segment goes on: next reduce-scatter step, or allgather step 0.
       Handle h;

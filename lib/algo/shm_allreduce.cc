@@ -122,6 +122,7 @@ Status one_shot_inline(const AllreduceArgs& a) {
   COLLX_TRY(shm_wait_all(a.t, ch, flag, e, "copy its input in"));
   auto input = [&](int q) { return ch.flags(q).small[e & 1].data; };
   reduce_in_rank_order(a, a.recv, input, a.count);
+  finish(a, a.recv, a.count);
   return check_calls(a, e);
 }
 
@@ -231,8 +232,9 @@ Status allreduce_shm_one_shot(const AllreduceArgs& a) {
   return for_each_chunk(
       a, copy_cached, [](size_t) { return Range{}; },
       [&](size_t off, size_t n, uint64_t e) {
-        reduce_in_rank_order(a, a.recv + off * a.red.elem_size,
-                             [&](int q) { return ch.slot(e, q); }, n);
+        uint8_t* out = a.recv + off * a.red.elem_size;
+        reduce_in_rank_order(a, out, [&](int q) { return ch.slot(e, q); }, n);
+        finish(a, out, n);
         return Status();
       });
 }
@@ -275,6 +277,7 @@ Status allreduce_shm_two_shot(const AllreduceArgs& a) {
             return static_cast<size_t>(q) == r ? a.send + off * elem + at : ch.slot(e, q) + at;
           };
           reduce_in_rank_order(a, into, input, mine.len);
+          finish(a, into, mine.len);
           if (into != out) copy_cached(out, into, mine.len * elem);
           put(ch.result(e) + at, into, mine.len * elem);
         }
@@ -324,6 +327,7 @@ Status allreduce_shm_cma(const AllreduceArgs& a) {
       a.red(dst, partial, x, n);
       partial = dst;
     }
+    finish(a, out, n);
   }
   shm_publish(ch, &ShmRankFlags::reduced, e);
   COLLX_TRY(wait_all(a, &ShmRankFlags::reduced, e, "reduce its slice"));

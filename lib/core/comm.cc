@@ -202,13 +202,9 @@ Status Comm::execute_host(const AllreduceOp& op, uint32_t seq, bool check) {
   if (op.count == 0) return transport_->end_op(Status());
   const AllreduceArgs args{*transport_, op.red,   send,       recv,     op.count,
                            scratch_,    config_.ring_segment, shm_.get(), &stores_,
-                           hier_.blocks > 0 ? &hier_ : nullptr};
+                           hier_.blocks > 0 ? &hier_ : nullptr, op.red.finalize != nullptr ? p : 0};
   Status st = transport_->end_op(run_allreduce(ran_, args));
-  if (!st.ok()) {
-    fail(st);
-    return st;
-  }
-  if (op.red.finalize != nullptr) op.red.finalize(recv, op.count, p);
+  if (!st.ok()) fail(st);
   return st;
 }
 

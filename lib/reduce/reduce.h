@@ -13,7 +13,8 @@
 namespace collx {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
-// avg: divides the final sum by the number of ranks (the same operation on every rank).
+// avg: divides a finished sum by the number of ranks (AllreduceArgs::divisor: each element once,
+// by the rank that finishes it).
 using FinalizeFn = void (*)(void* buf, size_t n, int ranks);
 
 struct Reducer {
