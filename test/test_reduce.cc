@@ -193,36 +193,52 @@ TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for ev
       CHECK(wrong(b) == 0);
     }
   };
-  // avg's division by the rank count, in place: the float quotient rounded back.
-  auto check_avg = [](auto tag, collx_dtype_t d, Simd simd) {
-    using T = decltype(tag);
-    Reducer red;
-    REQUIRE(make_reducer(d, COLLX_AVG, &red, simd).ok());
-    REQUIRE(red.finalize != nullptr);
-    for (int ranks : {2, 3, 7, 12, 1023}) {
-      std::vector<T> v(65536 + 5);
-      for (uint32_t i = 0; i < v.size(); ++i) v[i].bits = static_cast<uint16_t>(i);
-      red.finalize(v.data(), v.size(), ranks);
-      size_t wrong = 0;
-      for (uint32_t i = 0; i < v.size(); ++i) {
-        const float q = to_float(T{static_cast<uint16_t>(i)}) / static_cast<float>(ranks);
-        T want;
-        if constexpr (std::is_same_v<T, Float16>) want = to_float16(q);
-        else want = to_bfloat16(q);
-        wrong += v[i].bits != want.bits;
-      }
-      INFO(collx_dtype_name(d) << " avg " << simd_name(simd) << " ranks " << ranks);
-      CHECK(wrong == 0);
-    }
-  };
   for (Simd simd : simd_levels()) {
     for (collx_op_t op : {COLLX_SUM, COLLX_PROD, COLLX_MIN, COLLX_MAX}) {
       check(Float16{}, COLLX_FLOAT16, op, simd);
       check(BFloat16{}, COLLX_BFLOAT16, op, simd);
     }
-    check_avg(Float16{}, COLLX_FLOAT16, simd);
-    check_avg(BFloat16{}, COLLX_BFLOAT16, simd);
   }
+}
+
+// avg's division by the rank count, in place, at every level: the float quotient rounded back.
+// bfloat16 multiplies by the reciprocal up to kBf16ReciprocalMaxRanks instead, which is right
+// only because it gives the quotient's bits for every value at every one of those rank counts,
+// as checked here; float16 always divides (multiplying differs first at 14 ranks).
+TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every value, every level") {
+  auto check_avg = [](auto tag, collx_dtype_t d, const std::vector<int>& rank_counts) {
+    using T = decltype(tag);
+    std::vector<Reducer> reds;
+    for (Simd simd : simd_levels()) {
+      REQUIRE(make_reducer(d, COLLX_AVG, &reds.emplace_back(), simd).ok());
+      REQUIRE(reds.back().finalize != nullptr);
+    }
+    std::vector<T> want(65536 + 5), v(want.size());
+    size_t wrong = 0, checked = 0;
+    for (int ranks : rank_counts) {
+      for (uint32_t i = 0; i < want.size(); ++i) {
+        const float q = to_float(T{static_cast<uint16_t>(i)}) / static_cast<float>(ranks);
+        if constexpr (std::is_same_v<T, Float16>) want[i] = to_float16(q);
+        else want[i] = to_bfloat16(q);
+      }
+      for (const Reducer& red : reds) {
+        for (uint32_t i = 0; i < v.size(); ++i) v[i].bits = static_cast<uint16_t>(i);
+        red.finalize(v.data(), v.size(), ranks);
+        for (uint32_t i = 0; i < v.size(); ++i) wrong += v[i].bits != want[i].bits;
+        ++checked;
+      }
+      if (wrong != 0) {
+        FAIL_CHECK(collx_dtype_name(d) << " avg, " << ranks << " ranks: " << wrong << " wrong");
+        wrong = 0;
+      }
+    }
+    CHECK(checked == rank_counts.size() * simd_levels().size());
+  };
+  std::vector<int> up_to_the_bound;  // and past it, where bfloat16 divides
+  for (int p = 1; p <= kBf16ReciprocalMaxRanks + 1; ++p) up_to_the_bound.push_back(p);
+  up_to_the_bound.push_back(4099);
+  check_avg(BFloat16{}, COLLX_BFLOAT16, up_to_the_bound);
+  check_avg(Float16{}, COLLX_FLOAT16, {2, 3, 7, 12, 14, 1023, 4099});
 }
 
 TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") {

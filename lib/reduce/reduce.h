@@ -34,6 +34,13 @@ enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
 
+// bfloat16 avg multiplies the sum by the float reciprocal of the rank count, up to this many
+// ranks, where that was found to give the quotient's bits for every one of the 65,536 values at
+// every rank count (test_reduce.cc checks them all); above it, it divides. (A scan of every
+// rank count found the first difference at 31,335 ranks.) float16 differs at some rank counts
+// (the first 14), float32 and float64 at most: they always divide.
+inline constexpr int kBf16ReciprocalMaxRanks = 1024;
+
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
 // meaning (avg of integers, bitwise ops on floating types). `simd` above best_simd() is not
 // allowed (tests and benchmarks pass lower levels to compare them).
