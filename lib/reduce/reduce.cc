@@ -44,22 +44,8 @@ void kernel(void* dst, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) store(dst, i, combine<Op>(load<T>(a, i), load<T>(b, i)));
 }
 
-// bfloat16 avg multiplies by the float reciprocal of the rank count instead of dividing, up to
-// kBf16ReciprocalMaxRanks (reduce.h): the same bits, at a fraction of a division's cost.
-template <typename T>
-bool by_reciprocal(int ranks) {
-  return std::is_same_v<T, BFloat16> && ranks <= kBf16ReciprocalMaxRanks;
-}
-
 template <typename T>
 void divide(void* buf, size_t n, int ranks) {
-  if constexpr (std::is_same_v<T, BFloat16>) {
-    if (by_reciprocal<T>(ranks)) {
-      const float c = 1.0f / static_cast<float>(ranks);
-      for (size_t i = 0; i < n; ++i) store(buf, i, round_to<T>(to_float(load<T>(buf, i)) * c));
-      return;
-    }
-  }
   for (size_t i = 0; i < n; ++i) store(buf, i, divide_by(load<T>(buf, i), ranks));
 }
 
@@ -67,7 +53,7 @@ void divide(void* buf, size_t n, int ranks) {
 // float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector at a
 // time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise the
 // same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals to zero.)
-#define COLLX_AVX2 __attribute__((target("avx2,f16c")))
+#define COLLX_AVX2 __attribute__((target("avx2,f16c,fma")))
 #define COLLX_AVX512 __attribute__((target("avx512f,avx512bw")))
 
 // The operations on 8 or 16 floats. Min and max: NaN in b wins, then NaN in a, as in ops.h.
@@ -220,18 +206,32 @@ struct VecDivide {
     return _mm512_div_ps(a, _mm512_set1_ps(by));
   }
 };
-struct VecScale {
-  float by;
-  COLLX_AVX2 __m256 apply(__m256 a, __m256) const { return _mm256_mul_ps(a, _mm256_set1_ps(by)); }
-  COLLX_AVX512 __m512 apply(__m512 a, __m512) const {
-    return _mm512_mul_ps(a, _mm512_set1_ps(by));
+// The same float quotient without a division, for 16-bit values (kHalfReciprocalMaxRanks):
+// q = s * (1 / p), then one Newton step, q + (s - q p) / p, the remainder exact in an FMA
+// (Markstein's correction). Where the remainder is 0 (q is exact; s may be -0) or NaN (s is
+// infinite or NaN), q stays.
+struct VecQuotient {
+  float p, c;  // c = 1 / p, rounded
+  COLLX_AVX2 __m256 apply(__m256 s, __m256) const {
+    const __m256 vp = _mm256_set1_ps(p), vc = _mm256_set1_ps(c);
+    const __m256 q = _mm256_mul_ps(s, vc);
+    const __m256 r = _mm256_fnmadd_ps(q, vp, s);
+    const __m256 fix = _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_NEQ_OQ);  // false for NaN
+    return _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
+  }
+  COLLX_AVX512 __m512 apply(__m512 s, __m512) const {
+    const __m512 vp = _mm512_set1_ps(p), vc = _mm512_set1_ps(c);
+    const __m512 q = _mm512_mul_ps(s, vc);
+    const __m512 r = _mm512_fnmadd_ps(q, vp, s);
+    const __mmask16 fix = _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    return _mm512_mask3_fmadd_ps(r, vc, q, fix);
   }
 };
 template <typename H, typename W>
 size_t divide_blocks(uint8_t* d, size_t n, int ranks, W w) {
   const auto p = static_cast<float>(ranks);
-  return by_reciprocal<H>(ranks) ? blocks<H>(d, d, d, n, VecScale{1.0f / p}, w)
-                                 : blocks<H>(d, d, d, n, VecDivide{p}, w);
+  return ranks <= kHalfReciprocalMaxRanks ? blocks<H>(d, d, d, n, VecQuotient{p, 1.0f / p}, w)
+                                          : blocks<H>(d, d, d, n, VecDivide{p}, w);
 }
 template <typename H>
 COLLX_AVX2 void avx2_half_divide(void* buf, size_t n, int ranks) {
@@ -299,7 +299,8 @@ Simd best_simd() {
 #if defined(__x86_64__)
   static const Simd best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
                                ? Simd::kAvx512
-                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
+                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+                                     __builtin_cpu_supports("fma")
                                ? Simd::kAvx2
                                : Simd::kScalar;
   return best;

@@ -34,12 +34,12 @@ enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
 
-// bfloat16 avg multiplies the sum by the float reciprocal of the rank count, up to this many
-// ranks, where that was found to give the quotient's bits for every one of the 65,536 values at
-// every rank count (test_reduce.cc checks them all); above it, it divides. (A scan of every
-// rank count found the first difference at 31,335 ranks.) float16 differs at some rank counts
-// (the first 14), float32 and float64 at most: they always divide.
-inline constexpr int kBf16ReciprocalMaxRanks = 1024;
+// avg of float16 and bfloat16 at the vector levels: the float quotient of the sum by the rank
+// count without a division (reciprocal and one FMA correction), up to this many ranks, where it
+// was found to give the division's bits for every one of the 65,536 values at every rank count
+// (test_reduce.cc checks them all; a scan found none differ up to 65,536 ranks). Above it, and
+// at the scalar level, it divides.
+inline constexpr int kHalfReciprocalMaxRanks = 1024;
 
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
 // meaning (avg of integers, bitwise ops on floating types). `simd` above best_simd() is not
