@@ -216,7 +216,11 @@ struct VecQuotient {
     const __m256 vp = _mm256_set1_ps(p), vc = _mm256_set1_ps(c);
     const __m256 q = _mm256_mul_ps(s, vc);
     const __m256 r = _mm256_fnmadd_ps(q, vp, s);
-    const __m256 fix = _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_NEQ_OQ);  // false for NaN
+    // r < 0 or r > 0, false for NaN: one _CMP_NEQ_OQ would do, but valgrind 3.19 takes it
+    // as true for NaN (infinities then came out NaN there)
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 fix = _mm256_or_ps(_mm256_cmp_ps(r, zero, _CMP_LT_OQ),
+                                    _mm256_cmp_ps(r, zero, _CMP_GT_OQ));
     return _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
   }
   COLLX_AVX512 __m512 apply(__m512 s, __m512) const {
