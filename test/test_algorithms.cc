@@ -312,6 +312,63 @@ TEST_CASE("ring with tiny segments: many pipelined messages, uneven last segment
   }
 }
 
+namespace {
+
+// A float32 avg whose division counts the elements this thread (rank) divides.
+thread_local size_t t_divided = 0;
+FinalizeFn g_f32_divide = nullptr;
+void counting_divide(void* buf, size_t n, int ranks) {
+  t_divided += n;
+  g_f32_divide(buf, n, ranks);
+}
+
+}  // namespace
+
+// avg: the algorithms that give each element one owner divide it there only, once, before
+// the others get it (1/p of the message per rank); where every rank finishes every element,
+// each divides its own copy, but a rank that sits out of recursive doubling's steps divides
+// nothing (it gets the result divided).
+TEST_CASE("avg: each element is divided once, by its owner, where it has one") {
+  const int p = 3;
+  const size_t count = 3001;
+  Reducer avg;
+  REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_AVG, &avg).ok());
+  g_f32_divide = avg.finalize;  // before the rank threads start
+  avg.finalize = counting_divide;
+  std::vector<Config> configs;
+  for (const char* a : kAlgos) configs.push_back(config_for(a, 4096));  // several chunks
+  std::vector<std::vector<size_t>> divided(configs.size(), std::vector<size_t>(p));
+  std::vector<float> expected(count);
+  fill_expected(COLLX_FLOAT32, COLLX_AVG, p, count, expected.data());
+  run_ranks(p, configs, [&](int rank, std::vector<Comm*>& comms) {
+    for (size_t k = 0; k < comms.size(); ++k) {
+      std::vector<float> v(count);
+      fill_input(COLLX_FLOAT32, COLLX_AVG, rank, count, v.data());
+      t_divided = 0;
+      const Status st = comms[k]->allreduce(AllreduceOp{v.data(), v.data(), count, avg});
+      TCHECK(st.ok());
+      TCHECK(std::memcmp(v.data(), expected.data(), count * 4) == 0);
+      divided[k][static_cast<size_t>(rank)] = t_divided;
+    }
+  });
+  for (size_t k = 0; k < configs.size(); ++k) {
+    const std::string algo = kAlgos[k];
+    const std::vector<size_t>& d = divided[k];
+    INFO(algo << " divided " << d[0] << ", " << d[1] << ", " << d[2]);
+    if (algo == "recursive_doubling") {  // rank 0 sits out (the fold), the others divide all
+      CHECK((d[0] == 0 && d[1] == count && d[2] == count));
+    } else if (algo == "shm_one_shot") {
+      CHECK((d[0] == count && d[1] == count && d[2] == count));
+    } else {
+      CHECK(d[0] + d[1] + d[2] == count);
+      for (int r = 0; r < p; ++r) CHECK(d[static_cast<size_t>(r)] <= count / 2 + 1);
+      if (algo != "rabenseifner") {  // one block of 3 each (Rabenseifner: of 2, on 2 ranks)
+        for (int r = 0; r < p; ++r) CHECK(d[static_cast<size_t>(r)] <= count / 3 + 4);
+      }
+    }
+  }
+}
+
 TEST_CASE("rabenseifner: with ranks numbered node by node, the smallest ranges cross nodes") {
   // Runs the algorithm on p threads and counts the bytes each sends to ranks of other "nodes"
   // (c consecutive ranks each). Nearest partner first, a rank's reduce-scatter sends

@@ -50,9 +50,9 @@ void divide(void* buf, size_t n, int ranks) {
 }
 
 #if defined(__x86_64__)
-// float16/bfloat16 with AVX2 (+F16C: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector at a
-// time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise the
-// same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals to zero.)
+// float16/bfloat16 with AVX2 (+F16C +FMA: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector
+// at a time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise
+// the same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals to zero.)
 #define COLLX_AVX2 __attribute__((target("avx2,f16c,fma")))
 #define COLLX_AVX512 __attribute__((target("avx512f,avx512bw")))
 
@@ -198,7 +198,7 @@ COLLX_AVX512 void avx512_half_kernel(void* dst, const void* a, const void* b, si
   avx2_half_kernel<H, V, Op>(d + at, x + at, y + at, n - i);
 }
 
-// x / ranks and x * (1 / ranks), the second operand unused (the blocks read it; it is x again).
+// x / ranks, the second operand unused (the blocks read it; it is x again); VecQuotient too.
 struct VecDivide {
   float by;
   COLLX_AVX2 __m256 apply(__m256 a, __m256) const { return _mm256_div_ps(a, _mm256_set1_ps(by)); }
