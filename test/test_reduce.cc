@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -202,9 +203,9 @@ TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for ev
 }
 
 // avg's division by the rank count, in place, at every level: the float quotient rounded back.
-// The vector levels compute the quotient without a division up to kHalfReciprocalMaxRanks,
-// which is right only because it gives the division's bits for every value at every one of
-// those rank counts, as checked here (and past the bound, where they divide).
+// The vector levels compute the quotient without a division up to kReciprocalMaxRanks
+// (reduce.cc proves it the division's); here every value at every rank count to 1,025, at a few
+// above, and past the bound, where they divide.
 TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every value, every level") {
   auto check_avg = [](auto tag, collx_dtype_t d, const std::vector<int>& rank_counts) {
     using T = decltype(tag);
@@ -234,11 +235,81 @@ TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every valu
     }
     CHECK(checked == rank_counts.size() * simd_levels().size());
   };
-  std::vector<int> up_to_the_bound;  // and past it, where bfloat16 divides
-  for (int p = 1; p <= kHalfReciprocalMaxRanks + 1; ++p) up_to_the_bound.push_back(p);
-  up_to_the_bound.push_back(4099);
-  check_avg(BFloat16{}, COLLX_BFLOAT16, up_to_the_bound);
-  check_avg(Float16{}, COLLX_FLOAT16, up_to_the_bound);
+  std::vector<int> rank_counts;
+  for (int p = 1; p <= 1025; ++p) rank_counts.push_back(p);
+  for (int p : {4099, 65535, 65536, 393216, kReciprocalMaxRanks, kReciprocalMaxRanks + 1}) {
+    rank_counts.push_back(p);
+  }
+  check_avg(BFloat16{}, COLLX_BFLOAT16, rank_counts);
+  check_avg(Float16{}, COLLX_FLOAT16, rank_counts);
+}
+
+namespace {
+// Sums whose quotient is hardest to get right without a division: the specials; every 2^16th
+// bit pattern and random ones (every binade, subnormals included); dense runs of neighbours; and
+// those whose quotient by `ranks` is a midpoint between two subnormals, where the corrected
+// product rounds toward zero instead of to even (reduce.cc's step 4).
+template <typename T>
+std::vector<T> hard_sums(int ranks, std::mt19937_64& rng) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  using L = std::numeric_limits<T>;
+  std::vector<T> v = {T(0), -T(0), L::infinity(), -L::infinity(), L::quiet_NaN(),
+                      -L::quiet_NaN(), L::max(), -L::max(), L::min(), L::denorm_min(),
+                      T(ranks), T(1) / T(3)};
+  auto from = [](Bits b) { return std::bit_cast<T>(b); };
+  v.push_back(from(std::bit_cast<Bits>(L::quiet_NaN()) | 0x12345));  // a payload
+  const Bits top = Bits(1) << (sizeof(T) * 8 - 1);
+  for (Bits b = 0; b < 65536; ++b) v.push_back(from(b * (top >> 15)));
+  for (int i = 0; i < 8192; ++i) v.push_back(from(static_cast<Bits>(rng())));
+  for (T start : {T(1), T(ranks), L::min() * T(ranks), T(1) / T(ranks)}) {
+    Bits b = std::bit_cast<Bits>(start) - 512;
+    for (int i = 0; i < 1024; ++i) v.push_back(from(b++));
+  }
+  if (ranks % 2 == 0) {  // s = p m with m an odd multiple of half the smallest subnormal
+    for (Bits odd = 1; odd < 4096; odd += 2) {
+      const T s = L::denorm_min() * T(Bits(ranks / 2) * odd);
+      v.push_back(s);
+      v.push_back(-s);
+    }
+  }
+  return v;
+}
+}  // namespace
+
+// float32 and float64 cannot be checked value by value; the quotient's proof is in reduce.cc.
+TEST_CASE("avg of float32 and float64 gives the division's bits, every level") {
+  auto check_avg = [](auto tag, collx_dtype_t d) {
+    using T = decltype(tag);
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    std::mt19937_64 rng(42);
+    std::vector<int> rank_counts;
+    for (int p = 1; p <= 70; ++p) rank_counts.push_back(p);
+    for (int p : {255, 1000, 1023, 1024, 1025, 4099, 65535, 65536, 393215, kReciprocalMaxRanks,
+                  kReciprocalMaxRanks + 1}) {
+      rank_counts.push_back(p);
+    }
+    for (Simd simd : simd_levels()) {
+      Reducer red;
+      REQUIRE(make_reducer(d, COLLX_AVG, &red, simd).ok());
+      REQUIRE(red.finalize != nullptr);
+      for (int ranks : rank_counts) {
+        const std::vector<T> sums = hard_sums<T>(ranks, rng);
+        std::vector<T> v = sums;
+        red.finalize(v.data(), v.size(), ranks);
+        size_t wrong = 0;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const T want = sums[i] / static_cast<T>(ranks);
+          wrong += std::bit_cast<Bits>(v[i]) != std::bit_cast<Bits>(want);
+        }
+        if (wrong != 0) {
+          FAIL_CHECK(collx_dtype_name(d) << " avg, " << simd_name(simd) << ", " << ranks
+                                         << " ranks: " << wrong << " of " << v.size() << " wrong");
+        }
+      }
+    }
+  };
+  check_avg(float{}, COLLX_FLOAT32);
+  check_avg(double{}, COLLX_FLOAT64);
 }
 
 TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") {

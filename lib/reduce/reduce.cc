@@ -1,6 +1,7 @@
 #include "reduce/reduce.h"
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -152,12 +153,47 @@ COLLX_AVX512 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uin
   _mm512_storeu_si512(d, _mm512_mask_blend_epi16(0xaaaaaaaa, e, o));
 }
 
+// float and double as they are (only avg's division uses these).
+template <typename V>
+COLLX_AVX2 inline void block(float, uint8_t* d, const uint8_t* x, const uint8_t* y, const V& v,
+                             Avx2) {
+  const auto* a = reinterpret_cast<const float*>(x);
+  const auto* b = reinterpret_cast<const float*>(y);
+  _mm256_storeu_ps(reinterpret_cast<float*>(d), v.apply(_mm256_loadu_ps(a), _mm256_loadu_ps(b)));
+}
+template <typename V>
+COLLX_AVX512 inline void block(float, uint8_t* d, const uint8_t* x, const uint8_t* y, const V& v,
+                               Avx512) {
+  _mm512_storeu_ps(d, v.apply(_mm512_loadu_ps(x), _mm512_loadu_ps(y)));
+}
+template <typename V>
+COLLX_AVX2 inline void block(double, uint8_t* d, const uint8_t* x, const uint8_t* y, const V& v,
+                             Avx2) {
+  const auto* a = reinterpret_cast<const double*>(x);
+  const auto* b = reinterpret_cast<const double*>(y);
+  _mm256_storeu_pd(reinterpret_cast<double*>(d), v.apply(_mm256_loadu_pd(a), _mm256_loadu_pd(b)));
+}
+template <typename V>
+COLLX_AVX512 inline void block(double, uint8_t* d, const uint8_t* x, const uint8_t* y,
+                               const V& v, Avx512) {
+  _mm512_storeu_pd(d, v.apply(_mm512_loadu_pd(x), _mm512_loadu_pd(y)));
+}
+
+// Elements of H in a block of `lanes` floats: float16 converts one to a lane, bfloat16 packs
+// two, a double takes two lanes.
+template <typename H>
+constexpr size_t block_elems(size_t lanes) {
+  if constexpr (std::is_same_v<H, BFloat16>) return 2 * lanes;
+  else if constexpr (std::is_same_v<H, double>) return lanes / 2;
+  else return lanes;
+}
+
 // d = x op y for as many whole blocks as fit in n elements; returns how many elements that
 // is. Written once per width: each loop must carry its target for the blocks to inline into it.
 template <typename H, typename V>
 COLLX_AVX2 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t n, const V& v,
                          Avx2 w) {
-  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 8 : 16;
+  constexpr size_t kBlock = block_elems<H>(8);
   size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     const size_t at = i * sizeof(H);
@@ -168,7 +204,7 @@ COLLX_AVX2 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t 
 template <typename H, typename V>
 COLLX_AVX512 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t n,
                            const V& v, Avx512 w) {
-  constexpr size_t kBlock = std::is_same_v<H, Float16> ? 16 : 32;
+  constexpr size_t kBlock = block_elems<H>(16);
   size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     const size_t at = i * sizeof(H);
@@ -198,20 +234,43 @@ COLLX_AVX512 void avx512_half_kernel(void* dst, const void* a, const void* b, si
   avx2_half_kernel<H, V, Op>(d + at, x + at, y + at, n - i);
 }
 
-// x / ranks, the second operand unused (the blocks read it; it is x again); VecQuotient too.
+// avg's quotient s / p of a float (float16 and bfloat16 as floats) by the rank count, the
+// second operand unused (the blocks read it; it is s again). F is the lanes' type.
+template <typename F>
 struct VecDivide {
-  float by;
-  COLLX_AVX2 __m256 apply(__m256 a, __m256) const { return _mm256_div_ps(a, _mm256_set1_ps(by)); }
-  COLLX_AVX512 __m512 apply(__m512 a, __m512) const {
-    return _mm512_div_ps(a, _mm512_set1_ps(by));
+  F p;
+  COLLX_AVX2 __m256 apply(__m256 s, __m256) const { return _mm256_div_ps(s, _mm256_set1_ps(p)); }
+  COLLX_AVX512 __m512 apply(__m512 s, __m512) const {
+    return _mm512_div_ps(s, _mm512_set1_ps(p));
+  }
+  COLLX_AVX2 __m256d apply(__m256d s, __m256d) const {
+    return _mm256_div_pd(s, _mm256_set1_pd(p));
+  }
+  COLLX_AVX512 __m512d apply(__m512d s, __m512d) const {
+    return _mm512_div_pd(s, _mm512_set1_pd(p));
   }
 };
-// The same float quotient without a division, for 16-bit values (kHalfReciprocalMaxRanks):
-// q = s * (1 / p), then one Newton step, q + (s - q p) / p, the remainder exact in an FMA
-// (Markstein's correction). Where the remainder is 0 (q is exact; s may be -0) or NaN (s is
-// infinite or NaN), q stays.
+
+// The same quotient without a division, up to kReciprocalMaxRanks: q = RN(s c) with c =
+// RN(1 / p), the remainder r = s - q p exact in an FMA, then RN(q + r c) in another
+// (Markstein's correction). Why it is RN(s / p), in precision P (u = 2^-P), x = s / p, ulp(x)
+// the spacing of the floats around x, p < 2^(P-3), no overflow (|x| <= |s|):
+// 1. c = (1 + e) / p with |e| < u, so |s c - x| < u |x| < ulp(x), and q is within half an ulp
+//    of s c (at most twice ulp(x) there): |q - x| < 2 ulp(x).
+// 2. s and q p are multiples of ulp(x) / 2 (q lies at most one binade below x), so s - q p =
+//    p (x - q) is such a multiple below 4p < 2^P of them: a float, r exactly.
+// 3. q + r c = x + (x - q) e: the FMA rounds x + d with |d| < 2 u ulp(x) (none of it rounded
+//    before). RN(x + d) = RN(x) unless a breakpoint (a midpoint of two floats) lies within
+//    |d| of x or is x. Breakpoints near x are multiples m of ulp(x) / 4, and s - p m is one
+//    too, so a breakpoint m != x lies at least ulp(x) / (4p) > 2 u ulp(x) away (p < 2^(P-3)).
+// 4. x is never a breakpoint where it is normal: a breakpoint is an odd integer of P + 1 bits
+//    times a power of two, and s = p m would then have P + 1 significant bits. Among the
+//    subnormals it can be (s = 3 * 2^-149, p = 6 gives 2^-150 in float): there the sum
+//    rounds toward zero, not to even, so lanes with |q| <= the smallest normal divide.
+// r = 0 (q exact; s may be -0) or NaN (s infinite or NaN): q stays, as the division gives.
+template <typename F>
 struct VecQuotient {
-  float p, c;  // c = 1 / p, rounded
+  F p, c;  // c = 1 / p, rounded
   COLLX_AVX2 __m256 apply(__m256 s, __m256) const {
     const __m256 vp = _mm256_set1_ps(p), vc = _mm256_set1_ps(c);
     const __m256 q = _mm256_mul_ps(s, vc);
@@ -221,33 +280,66 @@ struct VecQuotient {
     const __m256 zero = _mm256_setzero_ps();
     const __m256 fix = _mm256_or_ps(_mm256_cmp_ps(r, zero, _CMP_LT_OQ),
                                     _mm256_cmp_ps(r, zero, _CMP_GT_OQ));
-    return _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
+    const __m256 out = _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
+    const __m256 abs_q = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), q);
+    const __m256 tiny = _mm256_and_ps(
+        fix, _mm256_cmp_ps(abs_q, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LE_OQ));
+    if (_mm256_testz_ps(tiny, tiny)) return out;
+    return _mm256_blendv_ps(out, _mm256_div_ps(s, vp), tiny);
   }
   COLLX_AVX512 __m512 apply(__m512 s, __m512) const {
     const __m512 vp = _mm512_set1_ps(p), vc = _mm512_set1_ps(c);
     const __m512 q = _mm512_mul_ps(s, vc);
     const __m512 r = _mm512_fnmadd_ps(q, vp, s);
     const __mmask16 fix = _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NEQ_OQ);
-    return _mm512_mask3_fmadd_ps(r, vc, q, fix);
+    const __m512 out = _mm512_mask3_fmadd_ps(r, vc, q, fix);
+    const __mmask16 tiny = _mm512_mask_cmp_ps_mask(
+        fix, _mm512_abs_ps(q), _mm512_set1_ps(std::numeric_limits<float>::min()), _CMP_LE_OQ);
+    return tiny == 0 ? out : _mm512_mask_div_ps(out, tiny, s, vp);
+  }
+  COLLX_AVX2 __m256d apply(__m256d s, __m256d) const {
+    const __m256d vp = _mm256_set1_pd(p), vc = _mm256_set1_pd(c);
+    const __m256d q = _mm256_mul_pd(s, vc);
+    const __m256d r = _mm256_fnmadd_pd(q, vp, s);
+    const __m256d zero = _mm256_setzero_pd();  // (not _CMP_NEQ_OQ: as for floats)
+    const __m256d fix = _mm256_or_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ),
+                                     _mm256_cmp_pd(r, zero, _CMP_GT_OQ));
+    const __m256d out = _mm256_blendv_pd(q, _mm256_fmadd_pd(r, vc, q), fix);
+    const __m256d abs_q = _mm256_andnot_pd(_mm256_set1_pd(-0.0), q);
+    const __m256d tiny = _mm256_and_pd(
+        fix, _mm256_cmp_pd(abs_q, _mm256_set1_pd(std::numeric_limits<double>::min()), _CMP_LE_OQ));
+    if (_mm256_testz_pd(tiny, tiny)) return out;
+    return _mm256_blendv_pd(out, _mm256_div_pd(s, vp), tiny);
+  }
+  COLLX_AVX512 __m512d apply(__m512d s, __m512d) const {
+    const __m512d vp = _mm512_set1_pd(p), vc = _mm512_set1_pd(c);
+    const __m512d q = _mm512_mul_pd(s, vc);
+    const __m512d r = _mm512_fnmadd_pd(q, vp, s);
+    const __mmask8 fix = _mm512_cmp_pd_mask(r, _mm512_setzero_pd(), _CMP_NEQ_OQ);
+    const __m512d out = _mm512_mask3_fmadd_pd(r, vc, q, fix);
+    const __mmask8 tiny = _mm512_mask_cmp_pd_mask(
+        fix, _mm512_abs_pd(q), _mm512_set1_pd(std::numeric_limits<double>::min()), _CMP_LE_OQ);
+    return tiny == 0 ? out : _mm512_mask_div_pd(out, tiny, s, vp);
   }
 };
 template <typename H, typename W>
 size_t divide_blocks(uint8_t* d, size_t n, int ranks, W w) {
-  const auto p = static_cast<float>(ranks);
-  return ranks <= kHalfReciprocalMaxRanks ? blocks<H>(d, d, d, n, VecQuotient{p, 1.0f / p}, w)
-                                          : blocks<H>(d, d, d, n, VecDivide{p}, w);
+  using F = std::conditional_t<std::is_same_v<H, double>, double, float>;
+  const auto p = static_cast<F>(ranks);
+  return ranks <= kReciprocalMaxRanks ? blocks<H>(d, d, d, n, VecQuotient<F>{p, 1 / p}, w)
+                                      : blocks<H>(d, d, d, n, VecDivide<F>{p}, w);
 }
 template <typename H>
-COLLX_AVX2 void avx2_half_divide(void* buf, size_t n, int ranks) {
+COLLX_AVX2 void avx2_divide(void* buf, size_t n, int ranks) {
   auto* d = static_cast<uint8_t*>(buf);
   const size_t i = divide_blocks<H>(d, n, ranks, Avx2{});
   divide<H>(d + i * sizeof(H), n - i, ranks);
 }
 template <typename H>
-COLLX_AVX512 void avx512_half_divide(void* buf, size_t n, int ranks) {
+COLLX_AVX512 void avx512_divide(void* buf, size_t n, int ranks) {
   auto* d = static_cast<uint8_t*>(buf);
   const size_t i = divide_blocks<H>(d, n, ranks, Avx512{});
-  avx2_half_divide<H>(d + i * sizeof(H), n - i, ranks);
+  avx2_divide<H>(d + i * sizeof(H), n - i, ranks);
 }
 
 template <typename H, typename V, typename Op, bool kWide>
@@ -286,13 +378,13 @@ Reducer make(collx_op_t op, Simd simd) {
   r.reduce = pick<T>(op, simd);
   r.elem_size = sizeof(T);
   if (op == COLLX_AVG) {
-    if constexpr (!std::is_integral_v<T>) r.finalize = divide<T>;
+    if constexpr (!std::is_integral_v<T>) {
+      r.finalize = divide<T>;
 #if defined(__x86_64__)
-    if constexpr (kHalf<T>) {
-      if (simd == Simd::kAvx512) r.finalize = avx512_half_divide<T>;
-      if (simd == Simd::kAvx2) r.finalize = avx2_half_divide<T>;
-    }
+      if (simd == Simd::kAvx512) r.finalize = avx512_divide<T>;
+      if (simd == Simd::kAvx2) r.finalize = avx2_divide<T>;
 #endif
+    }
   }
   return r;
 }

@@ -34,12 +34,13 @@ enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
 
-// avg of float16 and bfloat16 at the vector levels: the float quotient of the sum by the rank
-// count without a division (reciprocal and one FMA correction), up to this many ranks, where it
-// was found to give the division's bits for every one of the 65,536 values at every rank count
-// (test_reduce.cc checks them all; a scan found none differ up to 65,536 ranks). Above it, and
-// at the scalar level, it divides.
-inline constexpr int kHalfReciprocalMaxRanks = 1024;
+// avg at the vector levels, every float type: the quotient of the sum by the rank count without
+// a division (reciprocal and one FMA correction), up to this many ranks; reduce.cc has the proof
+// that it is the division's, in float (float16 and bfloat16 divide as floats) for fewer than
+// 2^21 ranks, in double for fewer than 2^50. test_reduce.cc checks every 16-bit value at every
+// rank count to 1,025 and float and double at chosen ones. Above it, and at the scalar level, it
+// divides.
+inline constexpr int kReciprocalMaxRanks = 1 << 20;
 
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
 // meaning (avg of integers, bitwise ops on floating types). `simd` above best_simd() is not
