@@ -237,7 +237,8 @@ TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every valu
   };
   std::vector<int> rank_counts;
   for (int p = 1; p <= 1025; ++p) rank_counts.push_back(p);
-  for (int p : {4099, 65535, 65536, 393216, kReciprocalMaxRanks, kReciprocalMaxRanks + 1}) {
+  for (int p :
+       {4099, 65535, 65536, 131070, 393216, kReciprocalMaxRanks, kReciprocalMaxRanks + 1}) {
     rank_counts.push_back(p);
   }
   check_avg(BFloat16{}, COLLX_BFLOAT16, rank_counts);
@@ -284,7 +285,7 @@ TEST_CASE("avg of float32 and float64 gives the division's bits, every level") {
     std::mt19937_64 rng(42);
     std::vector<int> rank_counts;
     for (int p = 1; p <= 70; ++p) rank_counts.push_back(p);
-    for (int p : {255, 1000, 1023, 1024, 1025, 4099, 65535, 65536, 393215, kReciprocalMaxRanks,
+    for (int p : {255, 1000, 1023, 1024, 1025, 4099, 65535, 65536, 131070, kReciprocalMaxRanks,
                   kReciprocalMaxRanks + 1}) {
       rank_counts.push_back(p);
     }

@@ -266,67 +266,89 @@ struct VecDivide {
 // 4. x is never a breakpoint where it is normal: a breakpoint is an odd integer of P + 1 bits
 //    times a power of two, and s = p m would then have P + 1 significant bits. Among the
 //    subnormals it can be (s = 3 * 2^-149, p = 6 gives 2^-150 in float): there the sum
-//    rounds toward zero, not to even, so lanes with |q| <= the smallest normal divide.
+//    rounds toward zero, not to even.
 // r = 0 (q exact; s may be -0) or NaN (s infinite or NaN): q stays, as the division gives.
-template <typename F>
+// So a vector with a sum 0 < |s| < `small` = p 2^(emin + P + 1) divides instead (kGuard): its
+// quotient may be such a subnormal tie, and q, r or the result may be subnormal, which the
+// multiply and the FMAs take a microcode assist for, on Intel over a hundred cycles (the
+// division takes none). Above it, all of them are normal. Not for float16 and bfloat16, whose
+// sums are multiples of 2^-24 and 2^-133: s / p is then an odd multiple of 2^-150 (a float's
+// subnormal tie) only if 2^17 divides p, and p <= 2^17 = kReciprocalMaxRanks is then a power
+// of two, whose reciprocal is exact. (bfloat16 sums below 2^-100 or so take the assists: the
+// guard would cost a quarter of the pass's time on other values.)
+template <typename F, bool kGuard>
 struct VecQuotient {
-  F p, c;  // c = 1 / p, rounded
+  F p, c, small;  // c = 1 / p, rounded
+  VecQuotient(F ranks)
+      : p(ranks),
+        c(1 / ranks),
+        small(std::numeric_limits<F>::min() * F(uint64_t(1) << (std::numeric_limits<F>::digits + 1)) *
+              ranks) {}
   COLLX_AVX2 __m256 apply(__m256 s, __m256) const {
     const __m256 vp = _mm256_set1_ps(p), vc = _mm256_set1_ps(c);
+    const __m256 zero = _mm256_setzero_ps();
+    if constexpr (kGuard) {
+      const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), s);
+      const __m256 tiny = _mm256_and_ps(_mm256_cmp_ps(a, zero, _CMP_GT_OQ),
+                                        _mm256_cmp_ps(a, _mm256_set1_ps(small), _CMP_LT_OQ));
+      if (!_mm256_testz_ps(tiny, tiny)) return _mm256_div_ps(s, vp);
+    }
     const __m256 q = _mm256_mul_ps(s, vc);
     const __m256 r = _mm256_fnmadd_ps(q, vp, s);
     // r < 0 or r > 0, false for NaN: one _CMP_NEQ_OQ would do, but valgrind 3.19 takes it
     // as true for NaN (infinities then came out NaN there)
-    const __m256 zero = _mm256_setzero_ps();
     const __m256 fix = _mm256_or_ps(_mm256_cmp_ps(r, zero, _CMP_LT_OQ),
                                     _mm256_cmp_ps(r, zero, _CMP_GT_OQ));
-    const __m256 out = _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
-    const __m256 abs_q = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), q);
-    const __m256 tiny = _mm256_and_ps(
-        fix, _mm256_cmp_ps(abs_q, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LE_OQ));
-    if (_mm256_testz_ps(tiny, tiny)) return out;
-    return _mm256_blendv_ps(out, _mm256_div_ps(s, vp), tiny);
+    return _mm256_blendv_ps(q, _mm256_fmadd_ps(r, vc, q), fix);
   }
   COLLX_AVX512 __m512 apply(__m512 s, __m512) const {
     const __m512 vp = _mm512_set1_ps(p), vc = _mm512_set1_ps(c);
+    const __m512 zero = _mm512_setzero_ps();
+    if constexpr (kGuard) {
+      const __m512 a = _mm512_abs_ps(s);
+      const __mmask16 nonzero = _mm512_cmp_ps_mask(a, zero, _CMP_GT_OQ);
+      if (_mm512_mask_cmp_ps_mask(nonzero, a, _mm512_set1_ps(small), _CMP_LT_OQ) != 0) {
+        return _mm512_div_ps(s, vp);
+      }
+    }
     const __m512 q = _mm512_mul_ps(s, vc);
     const __m512 r = _mm512_fnmadd_ps(q, vp, s);
-    const __mmask16 fix = _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NEQ_OQ);
-    const __m512 out = _mm512_mask3_fmadd_ps(r, vc, q, fix);
-    const __mmask16 tiny = _mm512_mask_cmp_ps_mask(
-        fix, _mm512_abs_ps(q), _mm512_set1_ps(std::numeric_limits<float>::min()), _CMP_LE_OQ);
-    return tiny == 0 ? out : _mm512_mask_div_ps(out, tiny, s, vp);
+    const __mmask16 fix = _mm512_cmp_ps_mask(r, zero, _CMP_NEQ_OQ);
+    return _mm512_mask3_fmadd_ps(r, vc, q, fix);
   }
   COLLX_AVX2 __m256d apply(__m256d s, __m256d) const {
     const __m256d vp = _mm256_set1_pd(p), vc = _mm256_set1_pd(c);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), s);
+    const __m256d tiny = _mm256_and_pd(_mm256_cmp_pd(a, zero, _CMP_GT_OQ),
+                                       _mm256_cmp_pd(a, _mm256_set1_pd(small), _CMP_LT_OQ));
+    if (!_mm256_testz_pd(tiny, tiny)) return _mm256_div_pd(s, vp);
     const __m256d q = _mm256_mul_pd(s, vc);
     const __m256d r = _mm256_fnmadd_pd(q, vp, s);
-    const __m256d zero = _mm256_setzero_pd();  // (not _CMP_NEQ_OQ: as for floats)
-    const __m256d fix = _mm256_or_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ),
+    const __m256d fix = _mm256_or_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ),  // (as for floats)
                                      _mm256_cmp_pd(r, zero, _CMP_GT_OQ));
-    const __m256d out = _mm256_blendv_pd(q, _mm256_fmadd_pd(r, vc, q), fix);
-    const __m256d abs_q = _mm256_andnot_pd(_mm256_set1_pd(-0.0), q);
-    const __m256d tiny = _mm256_and_pd(
-        fix, _mm256_cmp_pd(abs_q, _mm256_set1_pd(std::numeric_limits<double>::min()), _CMP_LE_OQ));
-    if (_mm256_testz_pd(tiny, tiny)) return out;
-    return _mm256_blendv_pd(out, _mm256_div_pd(s, vp), tiny);
+    return _mm256_blendv_pd(q, _mm256_fmadd_pd(r, vc, q), fix);
   }
   COLLX_AVX512 __m512d apply(__m512d s, __m512d) const {
     const __m512d vp = _mm512_set1_pd(p), vc = _mm512_set1_pd(c);
+    const __m512d zero = _mm512_setzero_pd();
+    const __m512d a = _mm512_abs_pd(s);
+    const __mmask8 nonzero = _mm512_cmp_pd_mask(a, zero, _CMP_GT_OQ);
+    if (_mm512_mask_cmp_pd_mask(nonzero, a, _mm512_set1_pd(small), _CMP_LT_OQ) != 0) {
+      return _mm512_div_pd(s, vp);
+    }
     const __m512d q = _mm512_mul_pd(s, vc);
     const __m512d r = _mm512_fnmadd_pd(q, vp, s);
-    const __mmask8 fix = _mm512_cmp_pd_mask(r, _mm512_setzero_pd(), _CMP_NEQ_OQ);
-    const __m512d out = _mm512_mask3_fmadd_pd(r, vc, q, fix);
-    const __mmask8 tiny = _mm512_mask_cmp_pd_mask(
-        fix, _mm512_abs_pd(q), _mm512_set1_pd(std::numeric_limits<double>::min()), _CMP_LE_OQ);
-    return tiny == 0 ? out : _mm512_mask_div_pd(out, tiny, s, vp);
+    const __mmask8 fix = _mm512_cmp_pd_mask(r, zero, _CMP_NEQ_OQ);
+    return _mm512_mask3_fmadd_pd(r, vc, q, fix);
   }
 };
 template <typename H, typename W>
 size_t divide_blocks(uint8_t* d, size_t n, int ranks, W w) {
   using F = std::conditional_t<std::is_same_v<H, double>, double, float>;
   const auto p = static_cast<F>(ranks);
-  return ranks <= kReciprocalMaxRanks ? blocks<H>(d, d, d, n, VecQuotient<F>{p, 1 / p}, w)
+  using Quotient = VecQuotient<F, !kHalf<H>>;
+  return ranks <= kReciprocalMaxRanks ? blocks<H>(d, d, d, n, Quotient{p}, w)
                                       : blocks<H>(d, d, d, n, VecDivide<F>{p}, w);
 }
 template <typename H>

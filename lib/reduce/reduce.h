@@ -36,11 +36,11 @@ const char* simd_name(Simd simd);
 
 // avg at the vector levels, every float type: the quotient of the sum by the rank count without
 // a division (reciprocal and one FMA correction), up to this many ranks; reduce.cc has the proof
-// that it is the division's, in float (float16 and bfloat16 divide as floats) for fewer than
-// 2^21 ranks, in double for fewer than 2^50. test_reduce.cc checks every 16-bit value at every
-// rank count to 1,025 and float and double at chosen ones. Above it, and at the scalar level, it
-// divides.
-inline constexpr int kReciprocalMaxRanks = 1 << 20;
+// that it is the division's up to 2^17 ranks for float16 and bfloat16 (which divide as floats),
+// below 2^21 for float and 2^50 for double. test_reduce.cc checks every 16-bit value at every
+// rank count to 1,025 and float and double at chosen ones. Above it, and at the scalar level,
+// it divides.
+inline constexpr int kReciprocalMaxRanks = 1 << 17;
 
 // COLLX_ERR_INVALID_ARG for values out of range, COLLX_ERR_UNSUPPORTED for pairs with no
 // meaning (avg of integers, bitwise ops on floating types). `simd` above best_simd() is not
