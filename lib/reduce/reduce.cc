@@ -278,12 +278,10 @@ struct VecDivide {
 // guard would cost a quarter of the pass's time on other values.)
 template <typename F, bool kGuard>
 struct VecQuotient {
+  using L = std::numeric_limits<F>;
   F p, c, small;  // c = 1 / p, rounded
-  VecQuotient(F ranks)
-      : p(ranks),
-        c(1 / ranks),
-        small(std::numeric_limits<F>::min() * F(uint64_t(1) << (std::numeric_limits<F>::digits + 1)) *
-              ranks) {}
+  explicit VecQuotient(F ranks)
+      : p(ranks), c(1 / ranks), small(L::min() * F(uint64_t(1) << (L::digits + 1)) * ranks) {}
   COLLX_AVX2 __m256 apply(__m256 s, __m256) const {
     const __m256 vp = _mm256_set1_ps(p), vc = _mm256_set1_ps(c);
     const __m256 zero = _mm256_setzero_ps();
@@ -319,6 +317,7 @@ struct VecQuotient {
   COLLX_AVX2 __m256d apply(__m256d s, __m256d) const {
     const __m256d vp = _mm256_set1_pd(p), vc = _mm256_set1_pd(c);
     const __m256d zero = _mm256_setzero_pd();
+    static_assert(kGuard);  // doubles are never 16-bit values
     const __m256d a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), s);
     const __m256d tiny = _mm256_and_pd(_mm256_cmp_pd(a, zero, _CMP_GT_OQ),
                                        _mm256_cmp_pd(a, _mm256_set1_pd(small), _CMP_LT_OQ));
@@ -332,6 +331,7 @@ struct VecQuotient {
   COLLX_AVX512 __m512d apply(__m512d s, __m512d) const {
     const __m512d vp = _mm512_set1_pd(p), vc = _mm512_set1_pd(c);
     const __m512d zero = _mm512_setzero_pd();
+    static_assert(kGuard);  // doubles are never 16-bit values
     const __m512d a = _mm512_abs_pd(s);
     const __mmask8 nonzero = _mm512_cmp_pd_mask(a, zero, _CMP_GT_OQ);
     if (_mm512_mask_cmp_pd_mask(nonzero, a, _mm512_set1_pd(small), _CMP_LT_OQ) != 0) {

@@ -43,9 +43,15 @@ int main(int argc, char** argv) {
       std::vector<double> med;
       for (int k = 0; k < 7; ++k) {
         auto t0 = std::chrono::steady_clock::now();
-        for (int r = 0; r < reps; ++r) { memcpy(buf.data(), src.data(), bytes); red.finalize(buf.data(), n, 3); }
+        for (int r = 0; r < reps; ++r) {
+          memcpy(buf.data(), src.data(), bytes);
+          red.finalize(buf.data(), n, 3);
+        }
         auto t1 = std::chrono::steady_clock::now();
-        for (int r = 0; r < reps; ++r) { memcpy(buf.data(), src.data(), bytes); asm volatile("" ::: "memory"); }
+        for (int r = 0; r < reps; ++r) {
+          memcpy(buf.data(), src.data(), bytes);
+          asm volatile("" ::: "memory");
+        }
         auto t2 = std::chrono::steady_clock::now();
         med.push_back(std::chrono::duration<double>((t1 - t0) - (t2 - t1)).count() / reps * 1e6);
       }

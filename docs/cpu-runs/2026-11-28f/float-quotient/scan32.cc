@@ -1,7 +1,8 @@
-// Every float32 sum in [1, 2) (all 2^23 of them) divided by every rank count from FIRST to LAST, through
-// libcollx's avg at each vector level, against the division. Powers of two scale every step of
-// the quotient exactly but where the float lanes fall back to the division (|q| <= FLT_MIN) or
-// overflow (never: |s / p| <= |s|), so one binade stands for every normal sum. Built from the
+// Every float32 sum in [1, 2) (all 2^23 of them) divided by every rank count from FIRST to
+// LAST, through libcollx's avg at each vector level, against the division. Powers of two scale
+// every step of the quotient exactly, but below the float lanes' guard (0 < |s| < p 2^-101,
+// where they divide) and at overflow (never: |s / p| <= |s|), so one binade stands for every
+// sum above the guard. Built from the
 // repository root (the kernels' object file, libcollx.so for the names in messages):
 //   o=build/lib/libcollx_internal.a.p; g++ -O2 -std=c++20 -Ilib -Iinclude \
 //     docs/cpu-runs/2026-11-28f/float-quotient/scan32.cc $o/reduce_reduce.cc.o \
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < n; ++i) {
         wrong += std::bit_cast<uint32_t>(v[i]) != std::bit_cast<uint32_t>(want[i]);
       }
-      if (wrong != 0) std::printf("%s p=%d: %zu of %zu differ\n", collx::simd_name(simd), p, wrong, n);
+      if (wrong != 0) {
+        std::printf("%s p=%d: %zu of %zu differ\n", collx::simd_name(simd), p, wrong, n);
+      }
       wrong_total += wrong;
     }
     std::printf("%s: ranks %d to %d, %zu sums each: %zu differ\n", collx::simd_name(simd), first,
