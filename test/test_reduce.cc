@@ -204,7 +204,7 @@ TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for ev
 
 // avg's division by the rank count, in place, at every level: the float quotient rounded back.
 // The vector levels compute the quotient without a division up to kReciprocalMaxRanks
-// (reduce.cc proves it the division's); here every value at every rank count to 1,025, at a few
+// (vector.cc proves it the division's); here every value at every rank count to 1,025, at a few
 // above, and past the bound, where they divide.
 TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every value, every level") {
   auto check_avg = [](auto tag, collx_dtype_t d, const std::vector<int>& rank_counts) {
@@ -249,7 +249,7 @@ namespace {
 // Sums whose quotient is hardest to get right without a division: the specials; every 2^16th
 // bit pattern and random ones (every binade, subnormals included); dense runs of neighbours; and
 // those whose quotient by `ranks` is a midpoint between two subnormals, where the corrected
-// product rounds toward zero instead of to even (reduce.cc's step 4).
+// product rounds toward zero instead of to even (vector.cc's step 4).
 template <typename T>
 std::vector<T> hard_sums(int ranks, std::mt19937_64& rng) {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
@@ -277,7 +277,7 @@ std::vector<T> hard_sums(int ranks, std::mt19937_64& rng) {
 }
 }  // namespace
 
-// float32 and float64 cannot be checked value by value; the quotient's proof is in reduce.cc.
+// float32 and float64 cannot be checked value by value; the quotient's proof is in vector.cc.
 TEST_CASE("avg of float32 and float64 gives the division's bits, every level") {
   auto check_avg = [](auto tag, collx_dtype_t d) {
     using T = decltype(tag);

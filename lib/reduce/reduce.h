@@ -35,7 +35,7 @@ Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
 
 // avg at the vector levels, every float type: the quotient of the sum by the rank count without
-// a division (reciprocal and one FMA correction), up to this many ranks; reduce.cc has the proof
+// a division (reciprocal and one FMA correction), up to this many ranks; vector.cc has the proof
 // that it is the division's up to 2^17 ranks for float16 and bfloat16 (which divide as floats),
 // below 2^21 for float and 2^50 for double. test_reduce.cc checks every 16-bit value at every
 // rank count to 1,025 and float and double at chosen ones. Above it, and at the scalar level,
