@@ -56,35 +56,10 @@ const char* const kFnNames[kFnCount] = {"MPI_Allreduce",      "MPI_Iallreduce",
 
 namespace {
 
-enum Reason {
-  kServed,
-  kArgs,            // buffers MPI rejects (mpi_rejects), a null request: MPI's own error
-  kDisabled,        // COLLX_MPI=0
-  kNotReady,        // collx_init or the configuration failed
-  kIntercomm,
-  kDatatype,        // not a predefined type with an exact libcollx equivalent
-  kOp,              // user-defined, logical, MAXLOC/MINLOC, or not defined for the type
-  kCommFailed,      // libcollx could not create or use a communicator for it
-  kReasonCount
-};
-const char* const kReasonNames[] = {"served by libcollx", "invalid arguments", "COLLX_MPI=0",
-                                    "libcollx not initialised",
-                                    "intercommunicator", "datatype", "op",
-                                    "communicator unusable"};
-
-// The statistics of one function (COLLX_MPI_VERBOSE). Atomic: under MPI_THREAD_MULTIPLE
-// calls come from several threads at once.
-struct Counts {
-  std::atomic<long long> calls[kReasonCount] = {};
-  std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
-};
-
 struct State {
   bool enabled = false;  // interception on and libcollx initialised
   bool verbose = false;
-  bool thread_multiple = false;
   Reason off_reason = kNotReady;
-  Counts counts[kFnCount];
 };
 State g;
 
@@ -100,7 +75,7 @@ void start(int provided) {
   collx::Config config;
   const collx::Status st = collx::load_config(&config);
   g.verbose = st.ok() && config.mpi_verbose;
-  g.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+  count_threads(provided == MPI_THREAD_MULTIPLE);
   if (st.ok() && !config.mpi) {
     g.off_reason = kDisabled;
     return;
@@ -137,13 +112,6 @@ void ensure_started() {
     start(provided);
     g_started.store(true, std::memory_order_release);
   });
-}
-
-// One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
-// on the fast path), with it an atomic one.
-void tally(std::atomic<long long>& c) {
-  if (g.thread_multiple) c.fetch_add(1, std::memory_order_relaxed);
-  else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 // Whether a call is served, and if so as which libcollx type and op, with `*lanes` elements of
@@ -186,34 +154,10 @@ Decision decide(Fn fn, const void* sendbuf, const void* recvbuf, MPI_Count count
   x.why = classify(datatype, op, comm, &x.dtype, &x.op, &lanes, &x.error);
   if (x.why == kServed && (mpi_rejects(sendbuf, recvbuf, count) || null_request)) x.why = kArgs;
   if (x.why == kServed && (x.comm = collx_for(comm)) == nullptr) x.why = kCommFailed;
-  tally(g.counts[fn].calls[x.why]);
+  count_call(fn, x.why);
   x.count = static_cast<size_t>(count) * lanes;
   x.sendbuf = sendbuf == MPI_IN_PLACE ? COLLX_IN_PLACE : sendbuf;
   return x;
-}
-
-// What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
-// reason, then the failed ones, then those passed through on host copies, summed over the
-// ranks.
-void print_counts(const char* fn, const long long* total) {
-  long long passed = 0;
-  for (int i = 1; i < kReasonCount; ++i) passed += total[i];
-  std::fprintf(stderr, "libcollx_mpi: %s calls (all ranks): %lld served, %lld passed through\n",
-               fn, total[kServed], passed);
-  if (total[kReasonCount] > 0) {
-    std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed (MPI_ERR_OTHER)\n",
-                 total[kReasonCount]);
-  }
-  for (int i = 1; i < kReasonCount; ++i) {
-    if (total[i] > 0) {
-      std::fprintf(stderr, "libcollx_mpi:   %lld passed through: %s\n", total[i],
-                   kReasonNames[i]);
-    }
-  }
-  if (total[kReasonCount + 1] > 0) {
-    std::fprintf(stderr, "libcollx_mpi:   %lld of the passed-through calls on host copies\n",
-                 total[kReasonCount + 1]);
-  }
 }
 
 // MPI_Allreduce and MPI_Allreduce_c (`fn`).
@@ -318,67 +262,11 @@ int finish(MPI_Comm, int, void*, void*) {
     g.enabled = false;
     g.off_reason = kNotReady;
   }
-  if (g.verbose) {
-    // Per function: the calls per reason, then the failed ones, then the copied ones; then
-    // how the served non-blocking operations ended; then the starts of served persistent
-    // requests; last, the failed frees.
-    constexpr int kPer = kReasonCount + 2, kEndings = kFnCount * kPer;
-    constexpr int kStarts = kEndings + kEndingCount, kAll = kStarts + kStarterCount + 1;
-    long long local[kAll] = {}, total[kAll] = {};
-    for (int f = 0; f < kFnCount; ++f) {
-      for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g.counts[f].calls[i].load();
-      local[f * kPer + kReasonCount] = g.counts[f].failed.load();
-      local[f * kPer + kReasonCount + 1] = g_copied[f].load();
-    }
-    for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
-    for (int b = 0; b < kStarterCount; ++b) local[kStarts + b] = g_starts[b].load();
-    local[kAll - 1] = g_free_failed.load();
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      // MPI_Allreduce's always (a program that never calls it shows zeros), the others' if
-      // they were called.
-      for (int f = 0; f < kFnCount; ++f) {
-        long long calls = 0;
-        for (int i = 0; i < kReasonCount; ++i) calls += total[f * kPer + i];
-        if (f == kAllreduce || calls > 0) print_counts(kFnNames[f], total + f * kPer);
-      }
-      const long long* ended = total + kEndings;
-      if (ended[kByWait] + ended[kByWaitFn] + ended[kByPoll] + ended[kByOrphan] > 0) {
-        std::fprintf(stderr,
-                     "libcollx_mpi: served non-blocking operations (MPI_Iallreduce, MPI_Start; "
-                     "all ranks) ended in: MPI_Wait %lld, MPI_Waitall %lld, polling %lld, "
-                     "freed requests %lld\n",
-                     ended[kByWait], ended[kByWaitFn], ended[kByPoll], ended[kByOrphan]);
-      }
-      const long long* started = total + kStarts;
-      if (started[kByLibcollx] + started[kByMpi] > 0) {
-        std::fprintf(stderr,
-                     "libcollx_mpi: served persistent requests started (all ranks): %lld by "
-                     "libcollx, %lld by MPI (their communicator freed)\n",
-                     started[kByLibcollx], started[kByMpi]);
-      }
-      if (total[kAll - 1] > 0) {
-        std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
-                     total[kAll - 1]);
-      }
-    }
-  }
+  if (g.verbose) print_statistics();
   return MPI_SUCCESS;
 }
 
 }  // namespace
-
-void report_failure(Fn fn, const char* context) {
-  tally(g.counts[fn].failed);
-  // (a persistent request's operation fails in a completion call, long after the init)
-  const bool persistent = fn == kAllreduceInit || fn == kAllreduceInitC;
-  if (persistent && context[0] == '\0') context = " operation (started by MPI_Start)";
-  std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
-               collx_last_error());
-}
-
 }  // namespace collx_mpi
 
 using namespace collx_mpi;

@@ -1,5 +1,5 @@
-// What the parts of libcollx_mpi.so share: the functions it serves, their statistics, the
-// libcollx communicators (comms.cc), the datatype and op mapping (types.cc), and the
+// What the parts of libcollx_mpi.so share: the functions it serves, their statistics
+// (stats.cc), the libcollx communicators (comms.cc), the datatype and op mapping (types.cc), the
 // generalized requests of a served MPI_Iallreduce (requests.cc), and the served persistent
 // allreduces (persistent.cc). collx_mpi.cc and completion.cc hold the MPI functions
 // themselves.
@@ -29,8 +29,27 @@ enum Fn {
 };
 extern const char* const kFnNames[kFnCount];
 
+// stats.cc: the statistics printed at MPI_Finalize with COLLX_MPI_VERBOSE=1. Why a call went
+// as it did:
+enum Reason {
+  kServed,
+  kArgs,            // buffers MPI rejects (mpi_rejects), a null request: MPI's own error
+  kDisabled,        // COLLX_MPI=0
+  kNotReady,        // collx_init or the configuration failed
+  kIntercomm,
+  kDatatype,        // not a predefined type with an exact libcollx equivalent
+  kOp,              // user-defined, logical, MAXLOC/MINLOC, or not defined for the type
+  kCommFailed,      // libcollx could not create or use a communicator for it
+  kReasonCount
+};
+// Counting starts with start(): under MPI_THREAD_MULTIPLE calls come from several threads at
+// once, and are counted atomically.
+void count_threads(bool multiple);
+void count_call(Fn fn, Reason why);
 // A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
 void report_failure(Fn fn, const char* context = "");
+// At MPI_Finalize, collective over MPI_COMM_WORLD: rank 0 prints the sums.
+void print_statistics();
 
 // MPI's progress rule: a call that blocks still progresses the program's other MPI
 // operations. A served call that waits inside libcollx runs the MPI library's progress (an
