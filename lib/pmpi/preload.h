@@ -42,10 +42,23 @@ enum Reason {
   kCommFailed,      // libcollx could not create or use a communicator for it
   kReasonCount
 };
-// Counting starts with start(): under MPI_THREAD_MULTIPLE calls come from several threads at
-// once, and are counted atomically.
+// The counts of one function. Atomic: under MPI_THREAD_MULTIPLE calls come from several
+// threads at once.
+struct Counts {
+  std::atomic<long long> calls[kReasonCount] = {};
+  std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
+};
+extern Counts g_counts[kFnCount];
+extern bool g_thread_multiple;  // set by count_threads, in start()
 void count_threads(bool multiple);
-void count_call(Fn fn, Reason why);
+// One more call in `c` (inline: every intercepted call counts itself): without
+// MPI_THREAD_MULTIPLE a plain increment (no locked instruction on the fast path), with it an
+// atomic one.
+inline void tally(std::atomic<long long>& c) {
+  if (g_thread_multiple) c.fetch_add(1, std::memory_order_relaxed);
+  else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+inline void count_call(Fn fn, Reason why) { tally(g_counts[fn].calls[why]); }
 // A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
 void report_failure(Fn fn, const char* context = "");
 // At MPI_Finalize, collective over MPI_COMM_WORLD: rank 0 prints the sums.

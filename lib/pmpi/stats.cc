@@ -20,22 +20,6 @@ const char* const kReasonNames[] = {"served by libcollx", "invalid arguments", "
                                     "communicator unusable"};
 static_assert(std::size(kReasonNames) == kReasonCount);
 
-// The statistics of one function (COLLX_MPI_VERBOSE). Atomic: under MPI_THREAD_MULTIPLE
-// calls come from several threads at once.
-struct Counts {
-  std::atomic<long long> calls[kReasonCount] = {};
-  std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
-};
-Counts g_counts[kFnCount];
-bool g_thread_multiple = false;
-
-// One more call in `c`: without MPI_THREAD_MULTIPLE a plain increment (no locked instruction
-// on the fast path), with it an atomic one.
-void tally(std::atomic<long long>& c) {
-  if (g_thread_multiple) c.fetch_add(1, std::memory_order_relaxed);
-  else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 // What MPI_Finalize prints for one function (COLLX_MPI_VERBOSE): `total` holds the calls per
 // reason, then the failed ones, then those passed through on host copies, summed over the
 // ranks.
@@ -62,9 +46,10 @@ void print_counts(const char* fn, const long long* total) {
 
 }  // namespace
 
-void count_threads(bool multiple) { g_thread_multiple = multiple; }
+Counts g_counts[kFnCount];
+bool g_thread_multiple = false;
 
-void count_call(Fn fn, Reason why) { tally(g_counts[fn].calls[why]); }
+void count_threads(bool multiple) { g_thread_multiple = multiple; }
 
 void report_failure(Fn fn, const char* context) {
   tally(g_counts[fn].failed);
