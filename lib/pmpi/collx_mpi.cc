@@ -75,7 +75,7 @@ void start(int provided) {
   collx::Config config;
   const collx::Status st = collx::load_config(&config);
   g.verbose = st.ok() && config.mpi_verbose;
-  count_threads(provided == MPI_THREAD_MULTIPLE);
+  g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
   if (st.ok() && !config.mpi) {
     g.off_reason = kDisabled;
     return;

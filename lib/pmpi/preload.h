@@ -49,8 +49,7 @@ struct Counts {
   std::atomic<long long> failed{0};  // served calls that returned an error (in calls[kServed])
 };
 extern Counts g_counts[kFnCount];
-extern bool g_thread_multiple;  // set by count_threads, in start()
-void count_threads(bool multiple);
+extern bool g_thread_multiple;  // set once, in start(): MPI_THREAD_MULTIPLE was provided
 // One more call in `c` (inline: every intercepted call counts itself): without
 // MPI_THREAD_MULTIPLE a plain increment (no locked instruction on the fast path), with it an
 // atomic one.

@@ -49,8 +49,6 @@ void print_counts(const char* fn, const long long* total) {
 Counts g_counts[kFnCount];
 bool g_thread_multiple = false;
 
-void count_threads(bool multiple) { g_thread_multiple = multiple; }
-
 void report_failure(Fn fn, const char* context) {
   tally(g_counts[fn].failed);
   // (a persistent request's operation fails in a completion call, long after the init)
