@@ -11,4 +11,4 @@ for k in $(seq 1 "$n"); do tools/run-benchmark > "$here/main.$k.txt" 2>&1; done
 files=()
 for k in $(seq 1 "$n"); do files+=("$here/main.$k.txt"); done
 tools/median-table "${files[@]}" > "$here/median.md"
-python3 docs/cpu-runs/2026-11-25g/usual-mode.py "${files[@]}" > "$here/usual-mode.md"
+tools/usual-mode "${files[@]}" > "$here/usual-mode.md"
