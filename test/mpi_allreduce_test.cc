@@ -1,7 +1,9 @@
 // Multi-process allreduce over UCX, bootstrapped from MPI (run with mpiexec -n 2, 3, 4):
 //  - every algorithm, forced through COLLX_ALLREDUCE_ALGO and through COLLX_TUNE, over the
 //    count x dtype x op x in-place matrix, checked bitwise against the exact reference and
-//    compared across ranks;
+//    compared across ranks; with COLLX_ALLREDUCE_ALGO set for the job, that algorithm alone,
+//    in the matrix and for every communicator made with the defaults below (the meson tests
+//    of the shared-memory algorithms);
 //  - several communicators at once (world, a split, a reversed world) used interleaved;
 //  - 100 iallreduces of different sizes waited in reverse order;
 //  - random batches of iallreduces (sizes across the algorithms' bounds and others, every
@@ -48,6 +50,9 @@ using namespace collx::test;
 namespace {
 
 int g_rank = 0, g_passed = 0, g_failed = 0;
+// The job's COLLX_ALLREDUCE_ALGO (null if unset): the one algorithm of the matrix, and that of
+// every communicator created with the defaults.
+const char* g_forced = nullptr;
 
 void expect(bool ok, const std::string& what) {
   if (ok) {
@@ -105,8 +110,11 @@ Placement placement() {
   return pl;
 }
 
+// A communicator with COLLX_ALLREDUCE_ALGO and COLLX_TUNE set to `algo` and `tune` (null:
+// unset); both null: the job's forced algorithm, if any, else the defaults.
 collx_comm_t create(MPI_Comm mc, const char* algo, const char* tune) {
-  ScopedEnv a("COLLX_ALLREDUCE_ALGO", algo), t("COLLX_TUNE", tune);  // null: unset
+  ScopedEnv a("COLLX_ALLREDUCE_ALGO", algo == nullptr && tune == nullptr ? g_forced : algo),
+      t("COLLX_TUNE", tune);
   collx_comm_t c = nullptr;
   const collx_status_t st = collx_comm_create_mpi(mc, &c);
   expect(st == COLLX_SUCCESS, std::string("comm create ") + (algo ? algo : tune ? tune : "defaults"));
@@ -301,11 +309,12 @@ void random_orders(unsigned seed, int batches) {
 // Completion by collx_test loops, first with rank 0 polling while the others wait, then with
 // every rank polling. Twice: on the job's nodes, then on two pretended ones (even and odd
 // ranks), where the ranks tell each other what they started by messages (announcements)
-// instead of through a node's shared memory.
+// instead of through a node's shared memory (not where the job forces an algorithm, which
+// may be one of the node's shared memory).
 void polling() {
   int p = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  for (int split = 0; split < 2; ++split) {
+  for (int split = 0; split < (g_forced != nullptr ? 1 : 2); ++split) {
     collx_comm_t c = nullptr;
     if (split == 0) {
       c = create(MPI_COMM_WORLD, nullptr, nullptr);
@@ -511,6 +520,9 @@ bool start_signal_storm() {
 
 int main(int argc, char** argv) {
   const bool storm = start_signal_storm();
+  static const std::string forced = std::getenv("COLLX_ALLREDUCE_ALGO") != nullptr
+                                        ? std::getenv("COLLX_ALLREDUCE_ALGO") : "";
+  if (!forced.empty()) g_forced = forced.c_str();
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const auto finish = [storm] {
@@ -539,6 +551,7 @@ int main(int argc, char** argv) {
       {nullptr, "0-100:rabenseifner,100-inf:recursive_doubling"},
   };
   std::vector<Mode> run(std::begin(modes), std::end(modes));
+  if (g_forced != nullptr) run = {{g_forced, nullptr}};  // (the others run in their own tests)
   if (argc > 3 && std::strcmp(argv[1], "--random") == 0) {  // --random SEED BATCHES
     random_orders(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)), std::atoi(argv[3]));
     shm_expectation();
@@ -561,7 +574,7 @@ int main(int argc, char** argv) {
                " of " + std::to_string(got.local_size));
     if (c != nullptr) expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
   }
-  if (where.hierarchical) {
+  if (where.hierarchical && g_forced == nullptr) {
     run.push_back({"hierarchical", nullptr});
     run.push_back({nullptr,
                    "0-64:recursive_doubling,64-4K:hierarchical,4K-32K:rabenseifner,"
@@ -569,6 +582,11 @@ int main(int argc, char** argv) {
   }
   for (const Mode& m : run) {
     collx_comm_t c = create(MPI_COMM_WORLD, m.algo, m.tune);
+    if (c != nullptr && m.algo != nullptr) {
+      const char* algo = collx_comm_algorithm(c, 1000);
+      expect(algo != nullptr && std::strcmp(algo, m.algo) == 0,
+             std::string("forced ") + m.algo + ", 1000 bytes take " + (algo ? algo : "(none)"));
+    }
     if (c != nullptr) {
       matrix(c, MPI_COMM_WORLD, m.algo ? m.algo : m.tune);
       expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
