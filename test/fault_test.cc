@@ -109,6 +109,10 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   collx_comm_params_t wp{rank, sc.ranks, board_allgather, &world};
   collx_comm_t comm = nullptr;
   if (collx_comm_create(&wp, &comm) != COLLX_SUCCESS) fail("create world");
+  for (size_t bytes : {size_t{4}, size_t{kLargeCount} * 4}) {  // the scenario's algorithm runs
+    const char* algo = collx_comm_algorithm(comm, bytes);
+    if (algo == nullptr || sc.algo != algo) fail("the forced algorithm is not the one that runs");
+  }
 
   // The survivors' own communicator, created before the fault.
   const bool victim = rank == sc.victim;
