@@ -110,6 +110,7 @@ void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
               const AllreduceOp o{in_place ? out : send.data() + at, out, count, red};
               const Status st = comms[a]->allreduce(o);
               const bool ok = st.ok() && (bytes == 0 || std::memcmp(out, expected.data(), bytes) == 0) &&
+                              std::strcmp(algo_name(comms[a]->last_algo()), algos[a]) == 0 &&
                               std::all_of(recv.begin(), recv.begin() + static_cast<long>(at),
                                           [](uint8_t b) { return b == 0xab; }) &&
                               out[bytes] == 0xab && out[bytes + 63] == 0xab;
@@ -118,7 +119,8 @@ void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
                 fail.add(std::string(algos[a]) + " p=" + std::to_string(p) + " rank " +
                          std::to_string(rank) + " count " + std::to_string(count) + " " +
                          collx_dtype_name(d) + " " + collx_op_name(op) +
-                         (in_place ? " in-place" : "") + (st.ok() ? "" : ": " + st.message()));
+                         (in_place ? " in-place" : "") + (st.ok() ? "" : ": " + st.message()) +
+                         ", ran " + algo_name(comms[a]->last_algo()));
               }
             }
           }
