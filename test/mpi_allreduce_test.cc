@@ -572,6 +572,11 @@ int main(int argc, char** argv) {
            "collx_comm_node: node " + std::to_string(got.node) + " of " +
                std::to_string(got.nodes) + ", local rank " + std::to_string(got.local_rank) +
                " of " + std::to_string(got.local_size));
+    // Where some node holds two ranks or more, the defaults take hierarchical for 1 MiB.
+    const char* algo = c != nullptr ? collx_comm_algorithm(c, size_t{1} << 20) : nullptr;
+    expect(!where.hierarchical || g_forced != nullptr ||
+               (algo != nullptr && std::strcmp(algo, "hierarchical") == 0),
+           std::string("on several nodes, 1 MiB take ") + (algo ? algo : "(none)"));
     if (c != nullptr) expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
   }
   if (where.hierarchical && g_forced == nullptr) {
