@@ -32,8 +32,10 @@ struct Inputs {
 // flight of one pack per round, which a runtime number of inputs would otherwise serialise.
 constexpr int kUnroll = 4;
 
-template <typename T, typename Op, int V>
-__global__ void reduce_kernel(T* dst, Inputs in, size_t packs) {
+// kAvg: the sum divided by `ranks` before it is stored, as the CPU's finalize does it (the
+// same divide_by on the same T, so the same bits), in the same pass.
+template <typename T, typename Op, int V, bool kAvg>
+__global__ void reduce_kernel(T* dst, Inputs in, size_t packs, int ranks) {
   using P = Pack<T, V>;
   const size_t round = static_cast<size_t>(gridDim.x) * kThreads * kUnroll;
   for (size_t at = static_cast<size_t>(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
@@ -60,22 +62,14 @@ __global__ void reduce_kernel(T* dst, Inputs in, size_t packs) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t i = at + static_cast<size_t>(u) * kThreads;
-      if (i < packs) reinterpret_cast<P*>(dst)[i] = acc[u];
+      if (i >= packs) continue;
+      if constexpr (kAvg) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc[u].e[j] = divide_by(acc[u].e[j], ranks);
+      }
+      reinterpret_cast<P*>(dst)[i] = acc[u];
     }
   }
-}
-
-// avg: the sum divided by the rank count, as the CPU's finalize does it.
-template <typename T>
-__global__ void divide_kernel(T* buf, size_t n, int ranks) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    buf[i] = divide_by(buf[i], ranks);
-  }
-}
-
-unsigned blocks_for(size_t work) {
-  return static_cast<unsigned>(std::min((work + kThreads - 1) / kThreads, kMaxBlocks));
 }
 
 // reduce_kernel's grid: each block covers kThreads * kUnroll packs per round.
@@ -84,8 +78,8 @@ unsigned reduce_blocks(size_t packs) {
   return static_cast<unsigned>(std::min((packs + per_block - 1) / per_block, kMaxBlocks));
 }
 
-template <typename T, typename Op>
-int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s) {
+template <typename T, typename Op, bool kAvg>
+int launch(void* dst, const void* const* in, int n, size_t count, int ranks, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const ReduceSplit split = reduce_split(dst, in, n, count, sizeof(T));
   // Elements [from, from + len) by the kernel of W-element packs (len a multiple of W).
@@ -94,8 +88,8 @@ int launch(void* dst, const void* const* in, int n, size_t count, cudaStream_t s
     Inputs ins{};
     ins.n = n;
     for (int k = 0; k < n; ++k) ins.p[k] = static_cast<const T*>(in[k]) + from;
-    reduce_kernel<T, Op, W><<<reduce_blocks(len / W), kThreads, 0, s>>>(
-        static_cast<T*>(dst) + from, ins, len / W);
+    reduce_kernel<T, Op, W, kAvg><<<reduce_blocks(len / W), kThreads, 0, s>>>(
+        static_cast<T*>(dst) + from, ins, len / W, ranks);
   };
   if (split.head > 0) run(std::integral_constant<int, 1>{}, 0, split.head);
   if (split.packs > 0) run(std::integral_constant<int, V>{}, split.head, split.packs * V);
@@ -108,10 +102,14 @@ int dispatch(void* dst, const void* const* in, int n, size_t count, collx_op_t o
              cudaStream_t s) {
   int err = static_cast<int>(cudaErrorInvalidValue);
   with_op<T>(op, [&](auto o) {
-    err = launch<T, decltype(o)>(dst, in, n, count, s);
-    if (err != 0 || op != COLLX_AVG) return;
-    divide_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(static_cast<T*>(dst), count, ranks);
-    err = static_cast<int>(cudaGetLastError());
+    using Op = decltype(o);
+    if constexpr (std::is_same_v<Op, Sum> && !std::is_integral_v<T>) {  // avg's types
+      if (op == COLLX_AVG) {
+        err = launch<T, Op, true>(dst, in, n, count, ranks, s);
+        return;
+      }
+    }
+    err = launch<T, Op, false>(dst, in, n, count, ranks, s);
   });
   return err;
 }

@@ -18,7 +18,7 @@ namespace collx::cuda {
 constexpr int kMaxInputs = 8;
 
 // Launches on `stream` (a cudaStream_t; null: the default stream) and returns at once. dst may
-// be in[0] (never a partial overlap). avg sums and then divides by `ranks`. Returns a
+// be in[0] (never a partial overlap). avg divides each sum by `ranks` as it stores it. Returns a
 // cudaError_t: cudaErrorInvalidValue for n outside 1..kMaxInputs or a pair with no meaning
 // (make_reducer's rules), else the launch's status.
 int reduce(void* dst, const void* const* in, int n, size_t count, collx_dtype_t dtype,
