@@ -74,8 +74,8 @@ const ConfigRow kRows[] = {
      "Shared-memory algorithms: how many areas of a chunk each rank (and the result) has, used "
      "in turn step by step, so that a rank overwrites what another has read only this many "
      "steps later. Between 2 and 16. On the development VM (2 ranks) 4 was 1.4x to 1.6x "
-     "faster than 2 at 1 to 4 MiB in two A/B series, where the other CPU still held what was "
-     "overwritten. Set it alike on all ranks."},
+     "faster than 2 at 1 to 4 MiB in two A/B series on an AMD EPYC, where the other CPU still "
+     "held what was overwritten, and 1.0x to 1.1x on an Intel Xeon. Set it alike on all ranks."},
     {"COLLX_SHM_STORES", "name", "auto",
      "shm_two_shot writes the data other ranks read next with streaming (non-temporal) stores, "
      "which are faster where their cores have separate L3 caches, or with ordinary stores, "
