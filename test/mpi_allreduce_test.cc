@@ -576,7 +576,7 @@ int main(int argc, char** argv) {
     const char* algo = c != nullptr ? collx_comm_algorithm(c, size_t{1} << 20) : nullptr;
     expect(!where.hierarchical || g_forced != nullptr ||
                (algo != nullptr && std::strcmp(algo, "hierarchical") == 0),
-           std::string("on several nodes, 1 MiB take ") + (algo ? algo : "(none)"));
+           std::string("on several nodes, 1 MiB takes ") + (algo ? algo : "(none)"));
     if (c != nullptr) expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
   }
   if (where.hierarchical && g_forced == nullptr) {
