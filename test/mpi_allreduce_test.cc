@@ -12,6 +12,7 @@
 //    blocking calls in between, on a second communicator or on the same one (--random SEED
 //    BATCHES: only these, for longer runs by hand);
 //  - bad configuration fails on every rank with an error naming the bad token;
+//  - the node's shared segment follows COLLX_SHM_CHUNK and COLLX_SHM_AREAS (its mapped size);
 //  - with SIGNAL_STORM_US=N: a SIGALRM every N microseconds from before MPI_Init to the end,
 //    its handler installed without SA_RESTART (as profilers' and timers' are), so any system
 //    call of libcollx, UCX or MPI may be interrupted: the results must not change;
@@ -33,8 +34,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -500,6 +503,62 @@ void shm_expectation() {
   expect(collx_comm_destroy(c) == COLLX_SUCCESS, "destroy");
 }
 
+// The shared segment follows COLLX_SHM_CHUNK and COLLX_SHM_AREAS: it holds areas (p + 1)
+// chunks for the p ranks of the node, besides flags of a size that neither changes. Three
+// communicators of the world, (64K, 2), (128K, 2) and (64K, 3), each with the size of the
+// /dev/shm/collx-* mapping that appeared with it (/proc/self/maps; none where this rank has
+// no segment) and a 1.2 MB allreduce through it.
+void segment_layout(const Placement& where) {
+  if (std::getenv("EXPECT_NO_SHM") != nullptr) return;  // a shim takes the segment away
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  auto mappings = [] {
+    std::set<std::string> lines;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find("/dev/shm/collx-") != std::string::npos) lines.insert(line);
+    }
+    return lines;
+  };
+  auto mapped_with = [&](const char* chunk, const char* areas) {
+    const std::set<std::string> before = mappings();
+    ScopedEnv c("COLLX_SHM_CHUNK", chunk), a("COLLX_SHM_AREAS", areas);
+    collx_comm_t comm = create(MPI_COMM_WORLD, nullptr, nullptr);
+    size_t bytes = 0;
+    int added = 0;
+    for (const std::string& line : mappings()) {
+      unsigned long long lo = 0, hi = 0;
+      if (before.count(line) == 0 && std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) == 2) {
+        bytes += static_cast<size_t>(hi - lo);
+        ++added;
+      }
+    }
+    const std::string what = std::string("COLLX_SHM_CHUNK=") + chunk + " COLLX_SHM_AREAS=" + areas;
+    expect(added <= 1, what + ": one segment mapped, not " + std::to_string(added));
+    const size_t n = 300000;
+    std::vector<float> v(n), want(n);
+    fill_input(COLLX_FLOAT32, COLLX_SUM, g_rank, n, v.data());
+    fill_expected(COLLX_FLOAT32, COLLX_SUM, p, n, want.data());
+    expect(comm != nullptr &&
+               collx_allreduce(COLLX_IN_PLACE, v.data(), n, COLLX_FLOAT32, COLLX_SUM, comm) ==
+                   COLLX_SUCCESS && v == want,
+           what + ": 1.2 MB summed");
+    if (comm != nullptr) expect(collx_comm_destroy(comm) == COLLX_SUCCESS, "destroy");
+    return bytes;
+  };
+  const size_t base = mapped_with("64K", "2"), twice_chunk = mapped_with("128K", "2"),
+               more_areas = mapped_with("64K", "3");
+  const bool has = where.node.local_size > 1 && (where.one_node || where.hierarchical);
+  const size_t chunks = static_cast<size_t>(where.node.local_size) + 1;  // p + 1 per area
+  const size_t k64 = size_t{64} << 10;
+  expect(has ? base > 0 && twice_chunk - base == 2 * chunks * k64 &&
+                   more_areas - base == chunks * k64
+             : base == 0 && twice_chunk == 0 && more_areas == 0,
+         "segment bytes: " + std::to_string(base) + " at (64K, 2), " +
+             std::to_string(twice_chunk) + " at (128K, 2), " + std::to_string(more_areas) +
+             " at (64K, 3), for " + std::to_string(where.node.local_size) + " ranks on the node");
+}
+
 // SIGNAL_STORM_US: the signals, and how many arrived.
 std::atomic<long> g_signals{0};
 void on_signal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
@@ -603,6 +662,7 @@ int main(int argc, char** argv) {
   polling();
   check_mode();
   bad_config();
+  segment_layout(where);
   shm_expectation();
   return finish();
 }
