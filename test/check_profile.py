@@ -38,6 +38,7 @@ for b in range(21):
     check(got["bytes"] == (b + 1) * ((1 << b) - 1), f"bucket {lo}: bytes {got['bytes']}")
     check(0 <= got["min_ns"] <= got["mean_ns"] <= got["max_ns"], f"bucket {lo}: times")
     check(len(got["algorithms"]) >= 1 and all(a for a in got["algorithms"]), f"bucket {lo}: algorithms")
+    check(got["across"] == [], f"bucket {lo}: one node, but between nodes {got['across']}")
 check(len(buckets) == 21, f"{len(buckets)} buckets, expected 21")
 caches = profile.get("caches", {})
 keys = ["pointer_hits", "pointer_misses", "ipc_hits", "ipc_opens", "ipc_closes", "ipc_exports"]
@@ -58,5 +59,5 @@ check(f"destroy: COLLX_PROFILE_FILE={missing}: cannot write: No such file or dir
       in run.stderr, "destroy's error: " + run.stderr[-2000:])
 check(run.stderr.count("profile_test:") == 1, "errors besides rank 0's destroy: " + run.stderr[-2000:])
 check("libcollx allreduce profile" in run.stderr, "no table before the failed write")
-print(f"{21 * 5 + 9 - failed} passed, {failed} failed")
+print(f"{21 * 6 + 9 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -67,6 +67,7 @@ struct Hierarchy {
   };
   std::vector<Group> groups;   // the blocks this rank owns, ascending
   const Selection* table = nullptr;
+  int64_t* across_ran = nullptr;  // the profile's: bit i set when step 2 ran Algo i
 };
 
 // Every algorithm numbers the messages of one operation between two ranks with steps below

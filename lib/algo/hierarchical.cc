@@ -55,7 +55,9 @@ Status allreduce_across(const AllreduceArgs& a, Transport& across, uint8_t* buf,
   across.begin_nested(a.t);
   AllreduceArgs g{across, a.red, buf, buf, count, a.scratch, a.segment_bytes};
   g.divisor = a.divisor;  // the step that finishes the sums
-  return across.end_op(run_allreduce(a.hier->table->pick(count * a.red.elem_size), g));
+  const Algo algo = a.hier->table->pick(count * a.red.elem_size);
+  if (a.hier->across_ran != nullptr) *a.hier->across_ran |= int64_t{1} << static_cast<int>(algo);
+  return across.end_op(run_allreduce(algo, g));
 }
 
 }  // namespace

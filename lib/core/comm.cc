@@ -93,10 +93,11 @@ Status Comm::small_allreduce(int64_t* v, size_t n, collx_op_t op) {
 
 Status Comm::execute_profiled(const AllreduceOp& op) {
   const auto t0 = std::chrono::steady_clock::now();
+  across_ran_ = 0;
   Status st = execute(op);
   if (st.ok()) {
     const size_t bytes = op.count * op.red.elem_size;
-    profile_->record(bytes, ran_, std::chrono::steady_clock::now() - t0);
+    profile_->record(bytes, ran_, across_ran_, std::chrono::steady_clock::now() - t0);
   }
   return st;
 }
@@ -105,10 +106,11 @@ Status Comm::report_profile() {
   constexpr int kB = Profile::kBuckets;
   ProfileBucket* b = profile_->buckets();
   constexpr int kCaches = 6;
-  int64_t sums[3 * kB + kCaches], mins[kB], maxs[kB], algos[kB];
+  int64_t sums[3 * kB + kCaches], mins[kB], maxs[kB], algos[2 * kB];  // algos, then across
   for (int i = 0; i < kB; ++i) {
     sums[i] = b[i].calls, sums[kB + i] = b[i].total_ns, sums[2 * kB + i] = b[i].bytes;
     mins[i] = b[i].min_ns, maxs[i] = b[i].max_ns, algos[i] = b[i].algos;
+    algos[kB + i] = b[i].across;
   }
   const PointerCache::Stats& pc = pointers_->stats();
   const IpcCache::Stats ipc = ipc_peers_ ? ipc_peers_->stats() : IpcCache::Stats{};
@@ -120,14 +122,14 @@ Status Comm::report_profile() {
     COLLX_TRY(small_allreduce(sums, 3 * kB + kCaches, COLLX_SUM));
     COLLX_TRY(small_allreduce(mins, kB, COLLX_MIN));
     COLLX_TRY(small_allreduce(maxs, kB, COLLX_MAX));
-    COLLX_TRY(small_allreduce(algos, kB, COLLX_BOR));
+    COLLX_TRY(small_allreduce(algos, 2 * kB, COLLX_BOR));
   }
   if (rank() != 0) return Status();
   Profile all;
   all.caches = CacheCounts{caches[0], caches[1], caches[2], caches[3], caches[4], caches[5]};
   for (int i = 0; i < kB; ++i) {
-    all.buckets()[i] =
-        ProfileBucket{sums[i], sums[kB + i], mins[i], maxs[i], sums[2 * kB + i], algos[i]};
+    all.buckets()[i] = ProfileBucket{sums[i],          sums[kB + i], mins[i],    maxs[i],
+                                     sums[2 * kB + i], algos[i],     algos[kB + i]};
   }
   std::fputs(all.table(size()).c_str(), stderr);
   if (!config_.profile_file.empty()) {

@@ -320,6 +320,7 @@ class Comm {
   std::unique_ptr<Profile> profile_;  // COLLX_PROFILE=1
   uint32_t next_seq_ = 0;
   Algo ran_ = Algo::kCount;  // the algorithm of the last operation (for the profile)
+  int64_t across_ran_ = 0;   // hierarchical's algorithms between nodes in it (bit i: Algo i)
   Status failed_;  // first error; afterwards every call fails fast
   std::atomic<bool> busy_{false};
 

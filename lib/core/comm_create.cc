@@ -283,7 +283,8 @@ void Comm::set_nodes(const NodeLayout& layout, void* shared) {
                     .even = layout.fewest == layout.most,
                     .serial_groups = layout.blocks > layout.fewest,
                     .groups = {},
-                    .table = &across_table_};
+                    .table = &across_table_,
+                    .across_ran = &across_ran_};
   for (const NodeLayout::Group& g : layout.groups) {
     across_.push_back(
         std::make_unique<GroupTransport>(*transport_, g.ranks, g.lanes, layout.node_index));

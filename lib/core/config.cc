@@ -122,7 +122,8 @@ const ConfigRow kRows[] = {
      "measured on a GPU. Set it alike on all ranks."},
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
-     "bytes, algorithms, bus bandwidth) and its caches' counters (pointer cache hits and "
+     "bytes, algorithms and, for hierarchical, those it ran between nodes, bus bandwidth) and "
+     "its caches' counters (pointer cache hits and "
      "misses; IPC registration cache hits, opens and closes; IPC handles exported); at its "
      "destruction rank 0 prints the table combined over ranks to stderr. Set it on all ranks "
      "or none."},

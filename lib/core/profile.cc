@@ -45,11 +45,13 @@ std::string Profile::table(int ranks) const {
     const ProfileBucket& k = buckets_[b];
     if (k.calls == 0) continue;
     const double per_rank_calls = static_cast<double>(k.calls) / ranks;
-    s += format("  %-11s %10.0f %12.3f %10.2f %10.2f %10.2f %14lld %9.2f  %s\n", range(b).c_str(),
+    const std::string across =
+        k.across ? format(" (across nodes: %s)", algo_list(k.across, ",").c_str()) : "";
+    s += format("  %-11s %10.0f %12.3f %10.2f %10.2f %10.2f %14lld %9.2f  %s%s\n", range(b).c_str(),
                 per_rank_calls, static_cast<double>(k.total_ns) / ranks * 1e-6, k.min_ns * 1e-3,
                 static_cast<double>(k.total_ns) / static_cast<double>(k.calls) * 1e-3,
                 k.max_ns * 1e-3, static_cast<long long>(k.bytes / ranks), busbw_gbs(k, ranks),
-                algo_list(k.algos, ",").c_str());
+                algo_list(k.algos, ",").c_str(), across.c_str());
   }
   const CacheCounts& c = caches;
   const int64_t lookups = c.pointer_hits + c.pointer_misses, maps = c.ipc_hits + c.ipc_opens;
@@ -71,16 +73,18 @@ std::string Profile::json(int ranks) const {
   for (int b = 0; b < kBuckets; ++b) {
     const ProfileBucket& k = buckets_[b];
     if (k.calls == 0) continue;
+    const std::string across =
+        k.across ? format("\"%s\"", algo_list(k.across, "\", \"").c_str()) : "";
     s += format(
         "%s\n  {\"bytes_lo\": %llu, \"bytes_hi\": %llu, \"calls\": %lld, \"total_ns\": %lld, "
         "\"min_ns\": %lld, \"mean_ns\": %.1f, \"max_ns\": %lld, \"bytes\": %lld, "
-        "\"busbw_gbs\": %.4f, \"algorithms\": [\"%s\"]}",
+        "\"busbw_gbs\": %.4f, \"algorithms\": [\"%s\"], \"across\": [%s]}",
         first ? "" : ",", b == 0 ? 0ull : 1ull << (b - 1), b == 0 ? 1ull : 1ull << b,
         static_cast<long long>(k.calls / ranks), static_cast<long long>(k.total_ns / ranks),
         static_cast<long long>(k.min_ns),
         static_cast<double>(k.total_ns) / static_cast<double>(k.calls),
         static_cast<long long>(k.max_ns), static_cast<long long>(k.bytes / ranks),
-        busbw_gbs(k, ranks), algo_list(k.algos, "\", \"").c_str());
+        busbw_gbs(k, ranks), algo_list(k.algos, "\", \"").c_str(), across.c_str());
     first = false;
   }
   const CacheCounts& c = caches;

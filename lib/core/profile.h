@@ -1,5 +1,6 @@
 // COLLX_PROFILE: per communicator, per power-of-two message-size bucket, how many allreduces,
-// how long they took, how many bytes, which algorithms. At communicator destruction the ranks
+// how long they took, how many bytes, which algorithms (and which hierarchical ran between
+// nodes). At communicator destruction the ranks
 // combine their buckets and rank 0 prints one table (and, with COLLX_PROFILE_FILE, writes the
 // same as JSON): the per-size view that shows where a job's allreduce time goes.
 // Off, it costs the caller one predictable branch; on, two clock reads and a few adds.
@@ -19,7 +20,8 @@ struct ProfileBucket {
   int64_t min_ns = INT64_MAX;
   int64_t max_ns = 0;
   int64_t bytes = 0;
-  int64_t algos = 0;  // bit i: Algo i was used
+  int64_t algos = 0;   // bit i: Algo i was used
+  int64_t across = 0;  // bit i: hierarchical ran Algo i between nodes
 };
 
 // The caches' counters, summed over the ranks (at destruction, with the buckets).
@@ -37,7 +39,7 @@ class Profile {
     const int b = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);
     return b < kBuckets ? b : kBuckets - 1;
   }
-  void record(size_t bytes, Algo algo, std::chrono::steady_clock::duration t) {
+  void record(size_t bytes, Algo algo, int64_t across, std::chrono::steady_clock::duration t) {
     ProfileBucket& b = buckets_[bucket_of(bytes)];
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
     b.calls += 1;
@@ -46,6 +48,7 @@ class Profile {
     b.max_ns = ns > b.max_ns ? ns : b.max_ns;
     b.bytes += static_cast<int64_t>(bytes);
     b.algos |= int64_t{1} << static_cast<int>(algo);
+    b.across |= across;
   }
   ProfileBucket* buckets() { return buckets_; }
   CacheCounts caches;
