@@ -123,10 +123,9 @@ const ConfigRow kRows[] = {
     {"COLLX_PROFILE", "bool", "0",
      "1: each communicator records its allreduces per power-of-two size bucket (calls, time, "
      "bytes, algorithms and, for hierarchical, those it ran between nodes, bus bandwidth) and "
-     "its caches' counters (pointer cache hits and "
-     "misses; IPC registration cache hits, opens and closes; IPC handles exported); at its "
-     "destruction rank 0 prints the table combined over ranks to stderr. Set it on all ranks "
-     "or none."},
+     "its caches' counters (pointer cache hits and misses; IPC registration cache hits, opens "
+     "and closes; IPC handles exported); at its destruction rank 0 prints the table combined "
+     "over ranks to stderr. Set it on all ranks or none."},
     {"COLLX_PROFILE_FILE", "name", "",
      "With COLLX_PROFILE=1: rank 0 also writes the profile as JSON to this path (one file "
      "per communicator destroyed: the last one wins)."},
