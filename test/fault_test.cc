@@ -357,8 +357,8 @@ int main(int argc, char** argv) {
     if (!ok) ++failed;
   }
   std::printf("%d scenario(s) needed more than one run\n", retried);
-  // Shared memory: the segments were unlinked right after every rank attached, so even the
-  // jobs whose ranks died left nothing behind.
+  // Shared memory: the segments are memfds with no name, so even the jobs whose ranks died
+  // left nothing behind in /dev/shm.
   if (DIR* d = opendir("/dev/shm")) {
     while (dirent* e = readdir(d)) {
       if (std::strncmp(e->d_name, "collx-", 6) == 0) {

@@ -506,7 +506,7 @@ void shm_expectation() {
 // The shared segment follows COLLX_SHM_CHUNK and COLLX_SHM_AREAS: it holds areas (p + 1)
 // chunks for the p ranks of the node, besides flags of a size that neither changes. Three
 // communicators of the world, (64K, 2), (128K, 2) and (64K, 3), each with the size of the
-// /dev/shm/collx-* mapping that appeared with it (/proc/self/maps; none where this rank has
+// "/memfd:collx" mapping that appeared with it (/proc/self/maps; none where this rank has
 // no segment) and a 1.2 MB allreduce through it.
 void segment_layout(const Placement& where) {
   if (std::getenv("EXPECT_NO_SHM") != nullptr) return;  // a shim takes the segment away
@@ -516,7 +516,7 @@ void segment_layout(const Placement& where) {
     std::set<std::string> lines;
     std::ifstream maps("/proc/self/maps");
     for (std::string line; std::getline(maps, line);) {
-      if (line.find("/dev/shm/collx-") != std::string::npos) lines.insert(line);
+      if (line.find("/memfd:collx ") != std::string::npos) lines.insert(line);
     }
     return lines;
   };

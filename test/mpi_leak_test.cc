@@ -29,7 +29,7 @@ int open_fds() {
   return n;
 }
 
-// Shared-memory segments of libcollx in /dev/shm (unlinked once all ranks attached: none).
+// Shared-memory segments of libcollx named in /dev/shm (none: they are memfds).
 int shm_segments() {
   int n = 0;
   DIR* d = opendir("/dev/shm");

@@ -1,15 +1,16 @@
 // Test shim (LD_PRELOAD) that takes libcollx's shared-memory segments away from one process, as
-// a full or locked-down /dev/shm would (a container's 64 MiB /dev/shm holds few segments of
-// (p + 1) MiB each). Only names that start with "/collx-" are affected; MPI's and UCX's own
-// segments are not.
+// a memory limit or a locked-down /proc would. Only libcollx's segments (memfds named
+// "collx") are affected; MPI's and UCX's own are not.
 //   NO_SHM=full  reserving a new segment's pages fails with ENOSPC (posix_fallocate), as on a
 //                full tmpfs: the node's first rank cannot create the segment.
-//   NO_SHM=open  opening a peer's segment fails with EACCES (shm_open): the rank cannot attach.
+//   NO_SHM=open  opening a peer's segment fails with EACCES (open of /proc/<pid>/fd/<fd>, as
+//                for a peer that may not read the creator's memory): the rank cannot attach.
 //   NO_SHM=eintr every other reservation fails with EINTR (posix_fallocate), as older kernels
 //                report a signal caught while reserving: no failure, the segment is had.
 // Without NO_SHM the shim changes nothing.
 #undef _FILE_OFFSET_BITS  // both posix_fallocate and posix_fallocate64 are defined below
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -26,30 +27,51 @@ bool mode_is(const char* m) {
   return v != nullptr && std::strcmp(v, m) == 0;
 }
 
-bool collx_name(const char* name) { return std::strncmp(name, "/collx-", 7) == 0; }
-
-// Whether fd is a libcollx segment (/dev/shm/collx-...).
-bool collx_fd(int fd) {
-  char link[64], path[256];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+// Whether `link` (a /proc/.../fd/N path) leads to a libcollx segment ("/memfd:collx (deleted)").
+bool collx_link(const char* link) {
+  char path[256];
   const ssize_t n = readlink(link, path, sizeof path - 1);
   if (n <= 0) return false;
   path[n] = '\0';
-  return std::strncmp(path, "/dev/shm/collx-", 15) == 0;
+  return std::strncmp(path, "/memfd:collx ", 13) == 0;
+}
+
+bool collx_fd(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  return collx_link(link);
+}
+
+// open/open64 of a peer's segment, for NO_SHM=open.
+bool refused(const char* path) {
+  return mode_is("open") && std::strncmp(path, "/proc/", 6) == 0 && collx_link(path);
 }
 
 }  // namespace
 
 extern "C" {
 
-int shm_open(const char* name, int oflag, mode_t mode) {
-  using Fn = int (*)(const char*, int, mode_t);
-  static const auto real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "shm_open"));
-  if (mode_is("open") && (oflag & O_CREAT) == 0 && collx_name(name)) {
+// libcollx opens a peer's segment with open (open64 where _FILE_OFFSET_BITS is 64).
+int open64(const char* path, int flags, ...) {
+  using Fn = int (*)(const char*, int, ...);
+  static const auto real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "open64"));
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
+  if (refused(path)) {
     errno = EACCES;
     return -1;
   }
-  return real(name, oflag, mode);
+  return real(path, flags, mode);
+}
+
+int open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
+  return open64(path, flags, mode);
 }
 
 // libcollx calls posix_fallocate64 (it is built with _FILE_OFFSET_BITS=64).

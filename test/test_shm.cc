@@ -2,9 +2,12 @@
 // test_algorithms.cc, over real processes in the MPI tests and the fault test).
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -12,17 +15,30 @@
 
 using namespace collx;
 
-TEST_CASE("shared memory: private, unguessable, attachable, unlinked on request", "[shm]") {
+// The number of libcollx segments among /dev/shm's names.
+int named_segments() {
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "collx", 5) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
+TEST_CASE("shared memory: private, nameless, attachable while the creator's name is open",
+          "[shm]") {
+  const int named = named_segments();
   ShmSegment* a = nullptr;
   ShmSegment* b = nullptr;
   REQUIRE(ShmSegment::create(1 << 16, &a).ok());
   REQUIRE(ShmSegment::create(1 << 16, &b).ok());
   std::unique_ptr<ShmSegment> sa(a), sb(b);
-  CHECK(a->name() != b->name());  // 128 random bits each
+  CHECK(a->name() != b->name());
+  CHECK(a->name().rfind("/proc/" + std::to_string(getpid()) + "/fd/", 0) == 0);
   CHECK(ShmSegment::valid_name(a->name()));
-  const std::string path = "/dev/shm" + a->name();
+  CHECK(named_segments() == named);  // nothing in /dev/shm, ever
   struct stat st {};
-  REQUIRE(stat(path.c_str(), &st) == 0);
+  REQUIRE(stat(a->name().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
   CHECK(st.st_uid == geteuid());
 
@@ -36,13 +52,26 @@ TEST_CASE("shared memory: private, unguessable, attachable, unlinked on request"
   ShmSegment* d = nullptr;
   CHECK(ShmSegment::attach(a->name(), 1 << 17, &d).code() == COLLX_ERR_MISMATCH);
   CHECK(ShmSegment::attach("/etc/passwd", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
-  CHECK(ShmSegment::attach("/collx-../../x", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
-  CHECK(ShmSegment::attach("/collx-0123456789abcdef0123456789abcdef", 1 << 16, &d).code() ==
-        COLLX_ERR_TRANSPORT);
+  CHECK(ShmSegment::attach("/proc/self/fd/0", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/proc/1/fd/3/../../x", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/proc/01/fd/3", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/proc/12345678901/fd/3", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  CHECK(ShmSegment::attach("/proc/1/fd/", 1 << 16, &d).code() == COLLX_ERR_MISMATCH);
+  // A descriptor that is not a segment (a temporary file: mode 0600, but empty), and one
+  // that is not open.
+  const std::string self = "/proc/" + std::to_string(getpid()) + "/fd/";
+  FILE* other = std::tmpfile();
+  REQUIRE(other != nullptr);
+  CHECK(ShmSegment::attach(self + std::to_string(fileno(other)), 1 << 16, &d).code() ==
+        COLLX_ERR_MISMATCH);
+  std::fclose(other);
+  CHECK(ShmSegment::attach(self + "999999", 1 << 16, &d).code() == COLLX_ERR_TRANSPORT);
   CHECK(d == nullptr);
 
-  a->unlink();
-  CHECK(stat(path.c_str(), &st) != 0);  // gone from /dev/shm ...
+  const std::string name = a->name();
+  a->close_name();
+  CHECK(ShmSegment::attach(name, 1 << 16, &d).code() != COLLX_SUCCESS);  // no longer opens ...
+  CHECK(d == nullptr);
   CHECK(static_cast<char*>(c->base())[100] == 42);  // ... while the mappings live on
 }
 

@@ -246,7 +246,7 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   int64_t v[1] = {attached.ok() ? 1 : 0};
   COLLX_TRY(small_allreduce(v, 1, COLLX_MIN));
   // Every rank has attached (or given up): the name is no longer needed.
-  if (segment_) segment_->unlink();
+  if (segment_) segment_->close_name();
   const int64_t ok = v[0];
   if (ok == 1 && layout.nodes > 1) {
     set_nodes(layout, segment_ ? segment_->base() : nullptr);

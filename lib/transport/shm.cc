@@ -2,20 +2,20 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace collx {
 
 namespace {
 constexpr size_t kHeader = 64;
-constexpr const char* kPrefix = "/collx-";
-constexpr size_t kHexDigits = 32;
+constexpr const char* kProc = "/proc/";  // a segment's name: /proc/<pid>/fd/<fd>
+constexpr const char* kFd = "/fd/";
 constexpr size_t round_up64(size_t n) { return (n + 63) & ~size_t{63}; }
 }  // namespace
 
@@ -40,47 +40,45 @@ ShmChannel::ShmChannel(void* base, int rank, int p, size_t chunk, int areas,
       ranks_(std::move(ranks)) {}
 
 bool ShmSegment::valid_name(const std::string& name) {
-  if (name.size() != std::strlen(kPrefix) + kHexDigits || name.rfind(kPrefix, 0) != 0) {
-    return false;
-  }
-  for (size_t i = std::strlen(kPrefix); i < name.size(); ++i) {
-    const char c = name[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+  // /proc/<pid>/fd/<fd>: digits only (nothing else to follow), no leading zero, bounded.
+  auto number = [&](size_t at, size_t* past) {
+    size_t i = at;
+    while (i < name.size() && i - at < 10 && name[i] >= '0' && name[i] <= '9') ++i;
+    *past = i;
+    return i > at && !(name[at] == '0' && i - at > 1);
+  };
+  size_t pid_end = 0, fd_end = 0;
+  return name.rfind(kProc, 0) == 0 && number(std::strlen(kProc), &pid_end) &&
+         name.compare(pid_end, std::strlen(kFd), kFd) == 0 &&
+         number(pid_end + std::strlen(kFd), &fd_end) && fd_end == name.size();
 }
 
 Status ShmSegment::create(size_t bytes, ShmSegment** out) {
-  uint8_t random[kHexDigits / 2];
-  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    return error(COLLX_ERR_TRANSPORT, "shared memory: getrandom failed: %s", strerror(errno));
-  }
-  std::string name = kPrefix;
-  for (uint8_t b : random) {
-    name += "0123456789abcdef"[b >> 4];
-    name += "0123456789abcdef"[b & 15];
-  }
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  const int fd = memfd_create("collx", MFD_CLOEXEC);
   if (fd < 0) {
-    return error(COLLX_ERR_TRANSPORT, "shared memory: creating %s failed: %s", name.c_str(),
-                 strerror(errno));
+    return error(COLLX_ERR_TRANSPORT, "shared memory: memfd_create failed: %s", strerror(errno));
   }
   auto* s = new ShmSegment();
-  s->name_ = name;
-  s->linked_ = true;
+  s->fd_ = fd;
   s->bytes_ = bytes;
+  s->name_ = std::string(kProc) + std::to_string(getpid()) + kFd + std::to_string(fd);
   Status st;
-  // Reserve the pages now (zero-filled): a full /dev/shm is an error here, not a SIGBUS on
-  // first touch in the middle of a collective. A signal caught meanwhile (EINTR: older kernels
-  // stop a tmpfs reservation for any signal, as a profiler's timer sends) is no failure.
+  // A memfd is made with mode 0777; the /proc path checks the creator's memory may be read,
+  // and 0600 keeps to its owner all the same.
+  if (fchmod(fd, 0600) != 0) {
+    st = error(COLLX_ERR_TRANSPORT, "shared memory: fchmod failed: %s", strerror(errno));
+  }
+  // Reserve the pages now (zero-filled): no memory is an error here, not a SIGBUS on first
+  // touch in the middle of a collective. A signal caught meanwhile (EINTR: older kernels stop
+  // a tmpfs reservation for any signal, as a profiler's timer sends) is no failure.
   int rc = 0;
   do {
-    rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    rc = st.ok() ? posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
   } while (rc == EINTR);
   if (rc != 0) {
-    st = error(COLLX_ERR_NO_MEMORY, "shared memory: reserving %zu bytes for %s failed: %s",
-               bytes, name.c_str(), strerror(rc));
-  } else {
+    st = error(COLLX_ERR_NO_MEMORY, "shared memory: reserving %zu bytes failed: %s", bytes,
+               strerror(rc));
+  } else if (st.ok()) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       st = error(COLLX_ERR_NO_MEMORY, "shared memory: mapping %zu bytes failed: %s", bytes,
@@ -89,7 +87,6 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
       s->base_ = p;
     }
   }
-  close(fd);
   if (!st.ok()) {
     delete s;
     return st;
@@ -102,7 +99,7 @@ Status ShmSegment::attach(const std::string& name, size_t bytes, ShmSegment** ou
   if (!valid_name(name)) {
     return error(COLLX_ERR_MISMATCH, "shared memory: peer sent an invalid segment name");
   }
-  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+  const int fd = open(name.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     return error(COLLX_ERR_TRANSPORT, "shared memory: opening %s failed: %s", name.c_str(),
                  strerror(errno));
@@ -132,13 +129,13 @@ Status ShmSegment::attach(const std::string& name, size_t bytes, ShmSegment** ou
   return Status();
 }
 
-void ShmSegment::unlink() {
-  if (linked_) shm_unlink(name_.c_str());
-  linked_ = false;
+void ShmSegment::close_name() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
 }
 
 ShmSegment::~ShmSegment() {
-  unlink();
+  close_name();
   if (base_ != nullptr) munmap(base_, bytes_);
 }
 

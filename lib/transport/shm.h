@@ -1,11 +1,15 @@
 // Shared memory of the ranks of one node, for the shm_* allreduce algorithms.
 //
-// ShmSegment is the POSIX object: created by one rank with O_EXCL and mode 0600 under a
-// random 128-bit name (another user or job cannot guess or collide with it), attached by the
-// others, and unlinked as soon as all have attached, so that a crash leaves nothing in
-// /dev/shm. ShmChannel is the layout inside it: per-rank flags on their own cache lines, and
-// data areas used in turn, epoch by epoch. It works on any memory shared by the ranks (the
-// unit tests use the heap, shared by threads).
+// ShmSegment is the memory: an anonymous file (memfd, mode 0600) created by one rank, which has
+// no name in /dev/shm, so that nothing is left there whatever happens to the ranks. The
+// others open it through the creator's descriptor, /proc/<pid>/fd/<fd> (as UCX's posix
+// transport does), which the kernel allows only to processes that may read the creator's
+// memory (the same user, the creator dumpable: what process_vm_readv needs too); the creator
+// closes that descriptor once all have attached.
+//
+// ShmChannel is the layout inside it: per-rank flags on their own cache lines, and data areas
+// used in turn, epoch by epoch. It works on any memory shared by the ranks (the unit tests use
+// the heap, shared by threads).
 //
 // Synchronisation is by monotonically increasing step numbers ("epochs"): a rank publishes
 // epoch e by a release store of e into its flag, and waits for a peer's flag to reach e with
@@ -139,13 +143,14 @@ class ShmSegment {
   static Status attach(const std::string& name, size_t bytes, ShmSegment** out);
   ~ShmSegment();
 
-  // Removes the name (the memory stays until every rank has detached). Idempotent.
-  void unlink();
+  // The creator's: closes the descriptor that the name opens (the memory stays mapped), once
+  // every rank has attached. Idempotent.
+  void close_name();
   void* base() const { return base_; }
   const std::string& name() const { return name_; }
 
-  static constexpr size_t kNameMax = 48;  // with the terminating zero
-  // Whether `name` has the form create() gives names (checked before a peer's name is used).
+  // Whether `name` has the form create() gives names, /proc/<pid>/fd/<fd> (checked before a
+  // peer's name is used).
   static bool valid_name(const std::string& name);
 
  private:
@@ -153,7 +158,7 @@ class ShmSegment {
   std::string name_;
   void* base_ = nullptr;
   size_t bytes_ = 0;
-  bool linked_ = false;
+  int fd_ = -1;  // the creator's, until close_name()
 };
 
 }  // namespace collx
