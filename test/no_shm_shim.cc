@@ -4,7 +4,7 @@
 //   NO_SHM=full  reserving a new segment's pages fails with ENOSPC (posix_fallocate), as on a
 //                full tmpfs: the node's first rank cannot create the segment.
 //   NO_SHM=open  opening a peer's segment fails with EACCES (open of /proc/<pid>/fd/<fd>, as
-//                for a peer that may not read the creator's memory): the rank cannot attach.
+//                for a peer that may not inspect the creator): the rank cannot attach.
 //   NO_SHM=eintr every other reservation fails with EINTR (posix_fallocate), as older kernels
 //                report a signal caught while reserving: no failure, the segment is had.
 // Without NO_SHM the shim changes nothing.

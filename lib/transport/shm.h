@@ -3,9 +3,9 @@
 // ShmSegment is the memory: an anonymous file (memfd, mode 0600) created by one rank, which has
 // no name in /dev/shm, so that nothing is left there whatever happens to the ranks. The
 // others open it through the creator's descriptor, /proc/<pid>/fd/<fd> (as UCX's posix
-// transport does), which the kernel allows only to processes that may read the creator's
-// memory (the same user, the creator dumpable: what process_vm_readv needs too); the creator
-// closes that descriptor once all have attached.
+// transport does), which the kernel allows only to processes that may inspect the creator
+// (ptrace's read mode: the same user, the creator dumpable, the same PID namespace for the
+// path to name it); the creator closes that descriptor once all have attached.
 //
 // ShmChannel is the layout inside it: per-rank flags on their own cache lines, and data areas
 // used in turn, epoch by epoch. It works on any memory shared by the ranks (the unit tests use
