@@ -10,9 +10,9 @@
 // Without NO_SHM the shim changes nothing.
 #undef _FILE_OFFSET_BITS  // both posix_fallocate and posix_fallocate64 are defined below
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

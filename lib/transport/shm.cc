@@ -63,8 +63,8 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
   s->bytes_ = bytes;
   s->name_ = std::string(kProc) + std::to_string(getpid()) + kFd + std::to_string(fd);
   Status st;
-  // A memfd is made with mode 0777; the /proc path checks the creator's memory may be read,
-  // and 0600 keeps to its owner all the same.
+  // A memfd is made with mode 0777; the /proc path lets only processes that may inspect the
+  // creator open it, and 0600 keeps it to its owner all the same.
   if (fchmod(fd, 0600) != 0) {
     st = error(COLLX_ERR_TRANSPORT, "shared memory: fchmod failed: %s", strerror(errno));
   }
