@@ -1,8 +1,8 @@
 // COLLX_PROFILE: per communicator, per power-of-two message-size bucket, how many allreduces,
 // how long they took, how many bytes, which algorithms (and which hierarchical ran between
-// nodes). At communicator destruction the ranks
-// combine their buckets and rank 0 prints one table (and, with COLLX_PROFILE_FILE, writes the
-// same as JSON): the per-size view that shows where a job's allreduce time goes.
+// nodes). At communicator destruction the ranks combine their buckets and rank 0 prints one
+// table (and, with COLLX_PROFILE_FILE, writes the same as JSON): the per-size view that shows
+// where a job's allreduce time goes.
 // Off, it costs the caller one predictable branch; on, two clock reads and a few adds.
 #pragma once
 

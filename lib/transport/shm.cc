@@ -63,22 +63,24 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
   s->bytes_ = bytes;
   s->name_ = std::string(kProc) + std::to_string(getpid()) + kFd + std::to_string(fd);
   Status st;
+  int rc = 0;
   // A memfd is made with mode 0777; the /proc path lets only processes that may inspect the
   // creator open it, and 0600 keeps it to its owner all the same.
   if (fchmod(fd, 0600) != 0) {
     st = error(COLLX_ERR_TRANSPORT, "shared memory: fchmod failed: %s", strerror(errno));
+  } else {
+    // Reserve the pages now (zero-filled): no memory is an error here, not a SIGBUS on first
+    // touch in the middle of a collective. A signal caught meanwhile (EINTR: older kernels
+    // stop a tmpfs reservation for any signal, as a profiler's timer sends) is no failure.
+    do {
+      rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    } while (rc == EINTR);
   }
-  // Reserve the pages now (zero-filled): no memory is an error here, not a SIGBUS on first
-  // touch in the middle of a collective. A signal caught meanwhile (EINTR: older kernels stop
-  // a tmpfs reservation for any signal, as a profiler's timer sends) is no failure.
-  int rc = 0;
-  do {
-    rc = st.ok() ? posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
-  } while (rc == EINTR);
   if (rc != 0) {
     st = error(COLLX_ERR_NO_MEMORY, "shared memory: reserving %zu bytes failed: %s", bytes,
                strerror(rc));
-  } else if (st.ok()) {
+  }
+  if (st.ok()) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       st = error(COLLX_ERR_NO_MEMORY, "shared memory: mapping %zu bytes failed: %s", bytes,
