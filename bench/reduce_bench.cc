@@ -4,9 +4,9 @@
 // memory-bound beyond the caches). copy/memcpy and copy/copy_cached: 2n bytes per copy with the
 // destination `distance` bytes past the source modulo a page (copy_cached's reason to exist);
 // copy/process_vm_readv and copy/peer_read the same for the kernel's copy between processes
-// (this process reading itself), raw and through peer_read's bounce buffer. float16 and
-// bfloat16 also at each narrower vector level the CPU has ("bfloat16/sum@avx2", "@scalar"):
-// the kernels a CPU without the widest would run, for comparison.
+// (this process reading itself), raw and through peer_read's bounce buffer. Every kernel also
+// at each narrower vector level the CPU has ("bfloat16/sum@avx2", "float32/max@scalar"): the
+// kernels a CPU without the widest would run, for comparison.
 //   reduce_bench [--benchmark_filter=float32]
 #include <benchmark/benchmark.h>
 #include <sys/uio.h>
@@ -109,7 +109,6 @@ int register_all() {
       for (int64_t s : kSizes) {
         benchmark::RegisterBenchmark(name.c_str(), bm_reduce, d, op, best)->Arg(s);
       }
-      if (d != COLLX_FLOAT16 && d != COLLX_BFLOAT16) continue;
       for (int level = static_cast<int>(best) - 1; level >= 0; --level) {
         const auto simd = static_cast<collx::Simd>(level);
         const std::string lower = name + "@" + collx::simd_name(simd);

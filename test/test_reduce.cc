@@ -80,8 +80,7 @@ std::vector<T> random_values(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-// Every vector level this CPU has, the scalar one included (the level matters for float16 and
-// bfloat16 only; the others get the same kernel at every level).
+// Every vector level this CPU has, the scalar one included.
 std::vector<Simd> simd_levels() {
   std::vector<Simd> v;
   for (int l = 0; l <= static_cast<int>(best_simd()); ++l) v.push_back(static_cast<Simd>(l));
@@ -94,7 +93,12 @@ void check_kernel(collx_dtype_t d, collx_op_t op, Simd simd) {
   REQUIRE(make_reducer(d, op, &red, simd).ok());
   REQUIRE(red.elem_size == sizeof(T));
   std::mt19937_64 rng(d * 100 + op);
-  for (size_t n : {0ul, 1ul, 3ul, 16ul, 47ul, 1037ul}) {
+  if (simd != Simd::kScalar) {  // a kernel of its own at each level, not the scalar one's
+    Reducer scalar;
+    REQUIRE(make_reducer(d, op, &scalar, Simd::kScalar).ok());
+    CHECK(red.reduce != scalar.reduce);
+  }
+  for (size_t n : {0ul, 1ul, 3ul, 16ul, 47ul, 1037ul, 4099ul}) {
     const auto a = random_values<T>(n, rng), b = random_values<T>(n, rng);
     std::vector<T> expect(n);
     for (size_t i = 0; i < n; ++i) expect[i] = ref_op(op, a[i], b[i]);

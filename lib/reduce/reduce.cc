@@ -12,9 +12,7 @@ namespace {
 
 template <typename T>
 ReduceFn pick(collx_op_t op, Simd simd) {
-  if constexpr (kHalf<T>) {
-    if (ReduceFn fn = vector_kernel<T>(op, simd)) return fn;
-  }
+  if (ReduceFn fn = vector_kernel<T>(op, simd)) return fn;
   ReduceFn fn = nullptr;  // stays null where op has no meaning for T
   with_op<T>(op, [&](auto o) { fn = scalar::kernel<T, decltype(o)>; });
   return fn;
@@ -38,7 +36,10 @@ Reducer make(collx_op_t op, Simd simd) {
 
 Simd best_simd() {
 #if defined(__x86_64__)
-  static const Simd best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+  static const Simd best = __builtin_cpu_supports("avx512f") &&
+                                   __builtin_cpu_supports("avx512bw") &&
+                                   __builtin_cpu_supports("avx512dq") &&
+                                   __builtin_cpu_supports("avx512vl")
                                ? Simd::kAvx512
                            : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
                                      __builtin_cpu_supports("fma")

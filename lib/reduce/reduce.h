@@ -26,10 +26,11 @@ struct Reducer {
   void operator()(void* dst, const void* a, const void* b, size_t n) const { reduce(dst, a, b, n); }
 };
 
-// The vector instructions the float16/bfloat16 kernels use (the other types' loops are
-// vectorised by the compiler for every x86-64 CPU): AVX2 with F16C, 8 lanes, or AVX-512 F + BW,
-// 16. Every level gives bitwise the same results, but for the payload of a NaN made from two
-// NaNs (which operand's survives is up to the compiler's order, in the scalar code too).
+// The vector instructions the kernels use: AVX2 with F16C and FMA, 32 bytes at a time, or
+// AVX-512 F, BW, DQ and VL, 64 (the scalar level's loops are vectorised by the compiler with
+// the baseline x86-64's SSE2, 16). Every level gives bitwise the same results, but for the
+// payload of a NaN made from two NaNs (which operand's survives is up to the compiler's order,
+// in the scalar code too).
 enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);

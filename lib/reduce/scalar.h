@@ -1,6 +1,6 @@
 // The scalar kernels: one element at a time, in the arithmetic of ops.h. They are every type's
-// kernels at the scalar level (the compiler vectorises the loops of the types the hardware
-// has), and the vector kernels' tails (vector.cc).
+// kernels at the scalar level (the compiler vectorises the loops of the types the baseline
+// x86-64 has, with SSE2), and the vector kernels' tails (vector.cc).
 #pragma once
 
 #include <cstddef>
@@ -26,12 +26,19 @@ inline void store(void* p, size_t i, T v) {
   static_cast<Unaligned<T>*>(p)[i].v = v;
 }
 
-// ivdep: dst may equal a or b, which is safe element by element; without it GCC would add an
-// overlap check that fails for in-place use and falls back to scalar code.
+// The loop of every kernel but float16's and bfloat16's vector ones. Always inlined: so that
+// vector.cc's kernels compile it with their instruction sets. ivdep: dst may equal a or b,
+// which is safe element by element; without it GCC would add an overlap check that fails for
+// in-place use and falls back to scalar code.
 template <typename T, typename Op>
-void kernel(void* dst, const void* a, const void* b, size_t n) {
+[[gnu::always_inline]] inline void loop(void* dst, const void* a, const void* b, size_t n) {
 #pragma GCC ivdep
   for (size_t i = 0; i < n; ++i) store(dst, i, combine<Op>(load<T>(a, i), load<T>(b, i)));
+}
+
+template <typename T, typename Op>
+void kernel(void* dst, const void* a, const void* b, size_t n) {
+  loop<T, Op>(dst, a, b, n);
 }
 
 template <typename T>

@@ -22,11 +22,13 @@ namespace collx {
 #if defined(__x86_64__)
 namespace {
 
-// float16/bfloat16 with AVX2 (+F16C +FMA: every x86-64-v3 CPU) or AVX-512 (F + BW), a vector
-// at a time: the same IEEE float operations as the scalar kernel, rounded back RNE, so bitwise
-// the same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals to zero.)
+// float16/bfloat16 with AVX2 (+F16C +FMA: every x86-64-v3 CPU) or AVX-512 (F, BW, DQ, VL), a
+// vector at a time: the same IEEE float operations as the scalar kernel, rounded back RNE, so
+// bitwise the same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals
+// to zero.) The other types: the scalar kernel's loop compiled for the level (wide_kernel).
 #define COLLX_AVX2 __attribute__((target("avx2,f16c,fma")))
-#define COLLX_AVX512 __attribute__((target("avx512f,avx512bw")))
+#define COLLX_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,prefer-vector-width=512")))
 
 // The operations on 8 or 16 floats. Min and max: NaN in b wins, then NaN in a, as in ops.h.
 struct VecSum {
@@ -335,6 +337,28 @@ COLLX_AVX512 void avx512_divide(void* buf, size_t n, int ranks) {
   avx2_divide<H>(d + i * sizeof(H), n - i, ranks);
 }
 
+// Every type but float16 and bfloat16: the scalar kernel's loop, which the compiler vectorises
+// 32 or 64 bytes at a time with the level's instructions (the baseline build's SSE2 does 16,
+// and has no min or max of 32- or 64-bit integers nor a 64-bit multiply). Each element is the
+// same expression as at the scalar level, so the same bits.
+template <typename T, typename Op>
+COLLX_AVX2 void avx2_wide_kernel(void* dst, const void* a, const void* b, size_t n) {
+  scalar::loop<T, Op>(dst, a, b, n);
+}
+template <typename T, typename Op>
+COLLX_AVX512 void avx512_wide_kernel(void* dst, const void* a, const void* b, size_t n) {
+  scalar::loop<T, Op>(dst, a, b, n);
+}
+template <typename T>
+ReduceFn wide_kernel(collx_op_t op, Simd simd) {
+  ReduceFn fn = nullptr;
+  with_op<T>(op, [&](auto o) {
+    using Op = decltype(o);
+    fn = simd == Simd::kAvx512 ? avx512_wide_kernel<T, Op> : avx2_wide_kernel<T, Op>;
+  });
+  return fn;
+}
+
 template <typename H, typename V, typename Op, bool kWide>
 ReduceFn half_fn() {
   if constexpr (kWide) return avx512_half_kernel<H, V, Op>;
@@ -353,11 +377,14 @@ ReduceFn half_kernel(collx_op_t op) {
 
 }  // namespace
 
-template <typename H>
+template <typename T>
 ReduceFn vector_kernel(collx_op_t op, Simd simd) {
-  if (simd == Simd::kAvx512) return half_kernel<H, true>(op);
-  if (simd == Simd::kAvx2) return half_kernel<H, false>(op);
-  return nullptr;
+  if (simd == Simd::kScalar) return nullptr;
+  if constexpr (kHalf<T>) {
+    return simd == Simd::kAvx512 ? half_kernel<T, true>(op) : half_kernel<T, false>(op);
+  } else {
+    return wide_kernel<T>(op, simd);
+  }
 }
 template <typename F>
 FinalizeFn vector_divide(Simd simd) {
@@ -366,7 +393,7 @@ FinalizeFn vector_divide(Simd simd) {
   return nullptr;
 }
 #else
-template <typename H>
+template <typename T>
 ReduceFn vector_kernel(collx_op_t, Simd) {
   return nullptr;
 }
@@ -376,8 +403,18 @@ FinalizeFn vector_divide(Simd) {
 }
 #endif
 
+template ReduceFn vector_kernel<int8_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<uint8_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<int16_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<uint16_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<int32_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<uint32_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<int64_t>(collx_op_t, Simd);
+template ReduceFn vector_kernel<uint64_t>(collx_op_t, Simd);
 template ReduceFn vector_kernel<Float16>(collx_op_t, Simd);
 template ReduceFn vector_kernel<BFloat16>(collx_op_t, Simd);
+template ReduceFn vector_kernel<float>(collx_op_t, Simd);
+template ReduceFn vector_kernel<double>(collx_op_t, Simd);
 template FinalizeFn vector_divide<Float16>(Simd);
 template FinalizeFn vector_divide<BFloat16>(Simd);
 template FinalizeFn vector_divide<float>(Simd);
