@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
                 t.cores, t.pus, t.numa_nodes, t.gpus);
   }
   const collx::CpuMaker cpu = collx::cpu_maker();
-  std::printf("CPU:         %s (the defaults within a node differ by maker); float16/bfloat16 "
-              "reductions: %s\n",
+  std::printf("CPU:         %s (the defaults within a node differ by maker); reduction "
+              "kernels: %s\n",
               collx::cpu_maker_name(cpu), collx::simd_name(collx::best_simd()));
   collx::Config config;
   collx::Status st = collx::load_config(&config);
