@@ -27,8 +27,7 @@ namespace {
 // bitwise the same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals
 // to zero.) The other types: the scalar kernel's loop compiled for the level (wide_kernel).
 #define COLLX_AVX2 __attribute__((target("avx2,f16c,fma")))
-#define COLLX_AVX512 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,prefer-vector-width=512")))
+#define COLLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 // The operations on 8 or 16 floats. Min and max: NaN in b wins, then NaN in a, as in ops.h.
 struct VecSum {
