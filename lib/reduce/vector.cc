@@ -338,8 +338,8 @@ COLLX_AVX512 void avx512_divide(void* buf, size_t n, int ranks) {
 
 // Every type but float16 and bfloat16: the scalar kernel's loop, which the compiler vectorises
 // 32 or 64 bytes at a time with the level's instructions (the baseline build's SSE2 does 16,
-// and has no min or max of 32- or 64-bit integers nor a 64-bit multiply). Each element is the
-// same expression as at the scalar level, so the same bits.
+// and lacks most integer min and max instructions and the 32- and 64-bit multiplies). Each
+// element is the same expression as at the scalar level, so the same bits.
 template <typename T, typename Op>
 COLLX_AVX2 void avx2_wide_kernel(void* dst, const void* a, const void* b, size_t n) {
   scalar::loop<T, Op>(dst, a, b, n);
