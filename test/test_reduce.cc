@@ -1,3 +1,5 @@
+// The reduction kernels, one thread each: every case is tagged [kernel], which the TSan run of
+// tools/run-tests leaves out.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -144,7 +146,8 @@ void check_kernel(collx_dtype_t d, collx_op_t op, Simd simd) {
 
 }  // namespace
 
-TEST_CASE("every dtype x op kernel matches the scalar reference bitwise, at any offset") {
+TEST_CASE("every dtype x op kernel matches the scalar reference bitwise, at any offset",
+          "[kernel]") {
   for (Simd simd : simd_levels()) {
     int checked = 0;
     for (collx_dtype_t d : all_dtypes()) {
@@ -167,7 +170,8 @@ TEST_CASE("every dtype x op kernel matches the scalar reference bitwise, at any 
 // the operands, which a compiler may swap in `x + y` (x86 returns the first operand's), in the
 // reference and in the scalar kernel alike (a TSan build's scalar kernel differs from the
 // vector ones there), so there the result need only be NaN.
-TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for every value, every level") {
+TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for every value, every level",
+          "[kernel]") {
   auto check = [](auto tag, collx_dtype_t d, collx_op_t op, Simd simd) {
     using T = decltype(tag);
     Reducer red;
@@ -210,7 +214,8 @@ TEST_CASE("float16 and bfloat16 kernels and avg give the reference's bits for ev
 // The vector levels compute the quotient without a division up to kReciprocalMaxRanks
 // (vector.cc proves it the division's); here every value at every rank count to 1,025, at a few
 // above, and past the bound, where they divide.
-TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every value, every level") {
+TEST_CASE("avg of float16 and bfloat16 gives the rounded quotient for every value, every level",
+          "[kernel]") {
   auto check_avg = [](auto tag, collx_dtype_t d, const std::vector<int>& rank_counts) {
     using T = decltype(tag);
     std::vector<Reducer> reds;
@@ -282,7 +287,7 @@ std::vector<T> hard_sums(int ranks, std::mt19937_64& rng) {
 }  // namespace
 
 // float32 and float64 cannot be checked value by value; the quotient's proof is in vector.cc.
-TEST_CASE("avg of float32 and float64 gives the division's bits, every level") {
+TEST_CASE("avg of float32 and float64 gives the division's bits, every level", "[kernel]") {
   auto check_avg = [](auto tag, collx_dtype_t d) {
     using T = decltype(tag);
     using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
@@ -317,7 +322,7 @@ TEST_CASE("avg of float32 and float64 gives the division's bits, every level") {
   check_avg(double{}, COLLX_FLOAT64);
 }
 
-TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") {
+TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid", "[kernel]") {
   Reducer red;
   CHECK(make_reducer(COLLX_INT32, COLLX_AVG, &red).code() == COLLX_ERR_UNSUPPORTED);
   CHECK(make_reducer(COLLX_FLOAT32, COLLX_BAND, &red).code() == COLLX_ERR_UNSUPPORTED);
@@ -335,7 +340,7 @@ TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid") 
   }
 }
 
-TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)") {
+TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)", "[kernel]") {
   for (collx_dtype_t d : {COLLX_FLOAT16, COLLX_BFLOAT16, COLLX_FLOAT32, COLLX_FLOAT64}) {
     for (collx_op_t op : {COLLX_MIN, COLLX_MAX}) {
       with_dtype(d, [&](auto tag) {
@@ -355,7 +360,7 @@ TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)") {
   }
 }
 
-TEST_CASE("integer sum and prod wrap around without undefined behaviour") {
+TEST_CASE("integer sum and prod wrap around without undefined behaviour", "[kernel]") {
   Reducer red;
   REQUIRE(make_reducer(COLLX_INT8, COLLX_SUM, &red).ok());
   int8_t a = 127, b = 1, o;
@@ -371,7 +376,7 @@ TEST_CASE("integer sum and prod wrap around without undefined behaviour") {
   CHECK(r == -2);
 }
 
-TEST_CASE("float16 conversion is exact both ways and rounds to nearest even") {
+TEST_CASE("float16 conversion is exact both ways and rounds to nearest even", "[kernel]") {
   int ties = 0;
   for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite non-negative half
     const Float16 v{static_cast<uint16_t>(h)};
@@ -400,7 +405,7 @@ TEST_CASE("float16 conversion is exact both ways and rounds to nearest even") {
   CHECK(std::isnan(to_float(Float16{0x7e01})));
 }
 
-TEST_CASE("bfloat16 conversion is exact both ways and rounds to nearest even") {
+TEST_CASE("bfloat16 conversion is exact both ways and rounds to nearest even", "[kernel]") {
   for (uint32_t h = 0; h < 0x7f80; ++h) {
     const BFloat16 v{static_cast<uint16_t>(h)};
     REQUIRE(to_bfloat16(to_float(v)).bits == h);
@@ -418,7 +423,7 @@ TEST_CASE("bfloat16 conversion is exact both ways and rounds to nearest even") {
   CHECK(std::isnan(to_float(to_bfloat16(std::bit_cast<float>(0x7f800001u)))));
 }
 
-TEST_CASE("avg divides the sum by the number of ranks") {
+TEST_CASE("avg divides the sum by the number of ranks", "[kernel]") {
   Reducer red;
   REQUIRE(make_reducer(COLLX_FLOAT32, COLLX_AVG, &red).ok());
   REQUIRE(red.finalize != nullptr);
@@ -446,7 +451,7 @@ __attribute__((target("f16c"))) uint16_t hw_to_half(float f) {
 }
 }  // namespace
 
-TEST_CASE("software float16 conversions give the same bits as F16C, NaNs included") {
+TEST_CASE("software float16 conversions give the same bits as F16C, NaNs included", "[kernel]") {
   if (!__builtin_cpu_supports("f16c")) {
     WARN("no F16C on this CPU: hardware comparison skipped");
     return;
@@ -471,7 +476,8 @@ TEST_CASE("software float16 conversions give the same bits as F16C, NaNs include
 
 // The GPU kernels' division of a message (cuda/reduce.h): plain arithmetic on addresses, checked
 // here because the kernels themselves run only where there is a GPU.
-TEST_CASE("the GPU reduction packs 16 bytes wherever every pointer lies as far from a boundary") {
+TEST_CASE("the GPU reduction packs 16 bytes wherever every pointer lies as far from a boundary",
+          "[kernel]") {
   alignas(16) static unsigned char mem[4096];
   const auto at = [&](size_t offset) { return static_cast<void*>(mem + offset); };
   const auto split = [&](size_t dst, std::vector<size_t> ins, size_t count, size_t elem) {
