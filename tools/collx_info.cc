@@ -116,8 +116,9 @@ int main(int argc, char** argv) {
   }
   const collx::CpuMaker cpu = collx::cpu_maker();
   std::printf("CPU:         %s (the defaults within a node differ by maker); reduction "
-              "kernels: %s\n",
-              collx::cpu_maker_name(cpu), collx::simd_name(collx::best_simd()));
+              "kernels: %s%s\n",
+              collx::cpu_maker_name(cpu), collx::simd_name(collx::best_simd()),
+              collx::has_avx512_bf16() ? " (bfloat16 rounded by AVX-512 BF16)" : "");
   collx::Config config;
   collx::Status st = collx::load_config(&config);
   // Within a node, as when the ranks can read each other's memory (the usual case).

@@ -51,6 +51,15 @@ Simd best_simd() {
 #endif
 }
 
+bool has_avx512_bf16() {
+#if defined(__x86_64__)
+  static const bool has = best_simd() == Simd::kAvx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
 const char* simd_name(Simd simd) {
   switch (simd) {
     case Simd::kAvx512: return "avx512";

@@ -34,6 +34,9 @@ struct Reducer {
 enum class Simd { kScalar, kAvx2, kAvx512 };
 Simd best_simd();  // the widest this CPU has
 const char* simd_name(Simd simd);
+// Whether the AVX-512 level's bfloat16 kernels round with AVX-512 BF16's vcvtne2ps2bf16 (where
+// the CPU has it; the same bits as without).
+bool has_avx512_bf16();
 
 // avg at the vector levels, every float type: the quotient of the sum by the rank count without
 // a division (reciprocal and one FMA correction), up to this many ranks; vector.cc has the proof

@@ -24,10 +24,13 @@ namespace {
 
 // float16/bfloat16 with AVX2 (+F16C +FMA: every x86-64-v3 CPU) or AVX-512 (F, BW, DQ, VL), a
 // vector at a time: the same IEEE float operations as the scalar kernel, rounded back RNE, so
-// bitwise the same results. (AVX-512 BF16's vcvtneps2bf16 is not used: it flushes subnormals
-// to zero.) The other types: the scalar kernel's loop compiled for the level (wide_kernel).
+// bitwise the same results. bfloat16 at the AVX-512 level rounds with AVX-512 BF16's
+// vcvtne2ps2bf16 where the CPU has it (Cooper Lake, Sapphire Rapids, Zen 4 and later). The
+// other types: the scalar kernel's loop compiled for the level (wide_kernel).
 #define COLLX_AVX2 __attribute__((target("avx2,f16c,fma")))
 #define COLLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define COLLX_AVX512_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 // The operations on 8 or 16 floats. Min and max: NaN in b wins, then NaN in a, as in ops.h.
 struct VecSum {
@@ -55,6 +58,7 @@ struct VecPick {
 // or 32). The width's tag (Avx2, Avx512) picks the overload.
 struct Avx2 {};
 struct Avx512 {};
+struct Avx512Bf16 {};  // bfloat16 only
 
 COLLX_AVX2 inline __m256 f16_load(const uint8_t* p, Avx2) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -116,13 +120,37 @@ COLLX_AVX512 inline __m512i bf16_round(__m512 v) {
   return _mm512_mask_or_epi32(t, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), f,
                               _mm512_set1_epi32(0x400000));
 }
+COLLX_AVX512 inline void bf16_store(uint8_t* d, __m512 even, __m512 odd) {
+  const __m512i e = _mm512_srli_epi32(bf16_round(even), 16);
+  _mm512_storeu_si512(d, _mm512_mask_blend_epi16(0xaaaaaaaa, e, bf16_round(odd)));
+}
 template <typename V>
 COLLX_AVX512 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y,
                                const V& v, Avx512) {
   const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(y);
-  const __m512i e = _mm512_srli_epi32(bf16_round(v.apply(bf16_even(a), bf16_even(b))), 16);
-  const __m512i o = bf16_round(v.apply(bf16_odd(a), bf16_odd(b)));
-  _mm512_storeu_si512(d, _mm512_mask_blend_epi16(0xaaaaaaaa, e, o));
+  bf16_store(d, v.apply(bf16_even(a), bf16_even(b)), v.apply(bf16_odd(a), bf16_odd(b)));
+}
+// The same even and odd floats, both rounded by one vcvtne2ps2bf16 (RNE; a NaN quieted by
+// setting the top fraction bit, as in half.h) into 16 even then 16 odd elements, which one
+// vpermw puts back in order. The instruction takes a subnormal float as zero (whatever MXCSR
+// says), so a block with a subnormal result (bfloat16 has float's exponent range: nothing else
+// rounds to one) is rounded with integers as above.
+template <typename V>
+COLLX_AVX512_BF16 inline void block(BFloat16, uint8_t* d, const uint8_t* x, const uint8_t* y,
+                                    const V& v, Avx512Bf16) {
+  const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(y);
+  const __m512 e = v.apply(bf16_even(a), bf16_even(b));
+  const __m512 o = v.apply(bf16_odd(a), bf16_odd(b));
+  constexpr int kSubnormal = 0x20;  // vfpclassps's class bits: denormal
+  if ((_mm512_fpclass_ps_mask(e, kSubnormal) | _mm512_fpclass_ps_mask(o, kSubnormal)) != 0) {
+    bf16_store(d, e, o);
+    return;
+  }
+  const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(o, e));
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+                                         1, 16, 0);
+  _mm512_storeu_si512(d, _mm512_permutexvar_epi16(order, halves));
 }
 
 // float and double as they are (only avg's division uses these).
@@ -184,6 +212,17 @@ COLLX_AVX512 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_
   }
   return i;
 }
+template <typename H, typename V>
+COLLX_AVX512_BF16 size_t blocks(uint8_t* d, const uint8_t* x, const uint8_t* y, size_t n,
+                                const V& v, Avx512Bf16 w) {
+  constexpr size_t kBlock = block_elems<H>(16);
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const size_t at = i * sizeof(H);
+    block(H{}, d + at, x + at, y + at, v, w);
+  }
+  return i;
+}
 
 // The kernels and avg's division: whole blocks, then the rest (under one block) through the
 // narrower code, AVX2's, then the scalar one.
@@ -204,6 +243,15 @@ COLLX_AVX512 void avx512_half_kernel(void* dst, const void* a, const void* b, si
   const size_t i = blocks<H>(d, x, y, n, V{}, Avx512{});
   const size_t at = i * sizeof(H);
   avx2_half_kernel<H, V, Op>(d + at, x + at, y + at, n - i);
+}
+template <typename V, typename Op>
+COLLX_AVX512_BF16 void avx512_bf16_kernel(void* dst, const void* a, const void* b, size_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  const size_t i = blocks<BFloat16>(d, x, y, n, V{}, Avx512Bf16{});
+  const size_t at = i * sizeof(BFloat16);
+  avx2_half_kernel<BFloat16, V, Op>(d + at, x + at, y + at, n - i);
 }
 
 // avg's quotient s / p of a float (float16 and bfloat16 as floats) by the rank count, the
@@ -335,6 +383,11 @@ COLLX_AVX512 void avx512_divide(void* buf, size_t n, int ranks) {
   const size_t i = divide_blocks<H>(d, n, ranks, Avx512{});
   avx2_divide<H>(d + i * sizeof(H), n - i, ranks);
 }
+COLLX_AVX512_BF16 void avx512_bf16_divide(void* buf, size_t n, int ranks) {
+  auto* d = static_cast<uint8_t*>(buf);
+  const size_t i = divide_blocks<BFloat16>(d, n, ranks, Avx512Bf16{});
+  avx2_divide<BFloat16>(d + i * sizeof(BFloat16), n - i, ranks);
+}
 
 // Every type but float16 and bfloat16: the scalar kernel's loop, which the compiler vectorises
 // 32 or 64 bytes at a time with the level's instructions (the baseline build's SSE2 does 16,
@@ -360,6 +413,9 @@ ReduceFn wide_kernel(collx_op_t op, Simd simd) {
 
 template <typename H, typename V, typename Op, bool kWide>
 ReduceFn half_fn() {
+  if constexpr (kWide && std::is_same_v<H, BFloat16>) {
+    if (has_avx512_bf16()) return avx512_bf16_kernel<V, Op>;
+  }
   if constexpr (kWide) return avx512_half_kernel<H, V, Op>;
   else return avx2_half_kernel<H, V, Op>;
 }
@@ -387,6 +443,9 @@ ReduceFn vector_kernel(collx_op_t op, Simd simd) {
 }
 template <typename F>
 FinalizeFn vector_divide(Simd simd) {
+  if constexpr (std::is_same_v<F, BFloat16>) {
+    if (simd == Simd::kAvx512 && has_avx512_bf16()) return avx512_bf16_divide;
+  }
   if (simd == Simd::kAvx512) return avx512_divide<F>;
   if (simd == Simd::kAvx2) return avx2_divide<F>;
   return nullptr;
