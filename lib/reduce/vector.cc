@@ -47,16 +47,22 @@ struct VecProd {
   COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
   COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
 };
-template <int kCmp>  // _CMP_LT_OQ: min, _CMP_GT_OQ: max
-struct VecPick {
+// vminps/vmaxps (b, a) give b < a ? b : a (b > a ? b : a), so a where either is NaN or both
+// are zeros, as ops.h; then a NaN in b is taken.
+struct VecMin {
   COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) {
-    const __m256 r = _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, kCmp));
-    return _mm256_blendv_ps(r, b, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(_mm256_min_ps(b, a), b, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
   }
   COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) {
-    const __mmask16 take_b =
-        _mm512_cmp_ps_mask(b, a, kCmp) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
-    return _mm512_mask_blend_ps(take_b, a, b);
+    return _mm512_mask_mov_ps(_mm512_min_ps(b, a), _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q), b);
+  }
+};
+struct VecMax {
+  COLLX_AVX2 static __m256 apply(__m256 a, __m256 b) {
+    return _mm256_blendv_ps(_mm256_max_ps(b, a), b, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+  }
+  COLLX_AVX512 static __m512 apply(__m512 a, __m512 b) {
+    return _mm512_mask_mov_ps(_mm512_max_ps(b, a), _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q), b);
   }
 };
 
@@ -430,8 +436,8 @@ ReduceFn half_kernel(collx_op_t op) {
   switch (op) {
     case COLLX_SUM: case COLLX_AVG: return half_fn<H, VecSum, Sum, kWide>();
     case COLLX_PROD: return half_fn<H, VecProd, Prod, kWide>();
-    case COLLX_MIN: return half_fn<H, VecPick<_CMP_LT_OQ>, Min, kWide>();
-    case COLLX_MAX: return half_fn<H, VecPick<_CMP_GT_OQ>, Max, kWide>();
+    case COLLX_MIN: return half_fn<H, VecMin, Min, kWide>();
+    case COLLX_MAX: return half_fn<H, VecMax, Max, kWide>();
     default: return nullptr;
   }
 }
