@@ -3,7 +3,8 @@
 // reference (so also bitwise identical across ranks).
 // TEST_SMALL_MATRIX=1 (set by the sanitizer runs of tools/run-tests) makes the largest count
 // 2^15+7 and the segments 4 KiB: the same paths (many pipelined segments, uneven last ones)
-// over 1/32 of the data; the ring with tiny segments leaves out its 300001 elements. Its name is not COLLX_*: the library rejects unknown COLLX_ variables.
+// over 1/32 of the data; the ring with tiny segments leaves out its 300001 elements. Its name
+// is not COLLX_*: the library rejects unknown COLLX_ variables.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
