@@ -5,6 +5,7 @@
 #include <cmath>
 #include <bit>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <vector>
@@ -338,6 +339,33 @@ TEST_CASE("pairs without meaning are unsupported, out-of-range values invalid", 
     CHECK(no.code() == COLLX_ERR_UNSUPPORTED);
     CHECK(no.message().find("avx512") != std::string::npos);
   }
+}
+
+// The levels' CPU checks agree with the kernel's view of the CPU (the flags of /proc/cpuinfo):
+// every feature a level needs is there, and bfloat16 is rounded by AVX-512 BF16 exactly where
+// the CPU has it. (Only one way for the levels: valgrind's CPU offers less than the real one.)
+TEST_CASE("the vector levels and AVX-512 BF16 are picked by the CPU's flags", "[kernel]") {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, flags;
+  while (flags.empty() && std::getline(info, line)) {
+    if (line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1) + " ";
+  }
+#if defined(__x86_64__)
+  REQUIRE_FALSE(flags.empty());
+#endif
+  INFO("flags:" << flags);
+  auto has = [&](const char* f) {
+    std::string word = " ";  // (not " " + f + " ": GCC 12 warns of a memcpy overlap there)
+    word.append(f).push_back(' ');
+    return flags.find(word) != std::string::npos;
+  };
+  if (best_simd() == Simd::kAvx512) {
+    for (const char* f : {"avx512f", "avx512bw", "avx512dq", "avx512vl"}) CHECK(has(f));
+  }
+  if (best_simd() != Simd::kScalar) {
+    for (const char* f : {"avx2", "f16c", "fma"}) CHECK(has(f));
+  }
+  CHECK(has_avx512_bf16() == (best_simd() == Simd::kAvx512 && has("avx512_bf16")));
 }
 
 TEST_CASE("min and max propagate NaN in either position (unlike fmin/fmax)", "[kernel]") {
