@@ -5,7 +5,8 @@ namespace collx_mpi {
 namespace {
 
 // The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
-// point, complex, byte and multi-language types that libcollx has), by kind. Their libcollx
+// point, complex, byte and multi-language types that libcollx has, and MPICH's float16), by
+// kind. Their libcollx
 // type follows from kind and size, which load_types() reads from the MPI library (MPI_INTEGER,
 // MPI_LONG, ... have the sizes that library was built with). The most used come first:
 // to_dtype scans the list.
@@ -34,6 +35,10 @@ const TypeKind kTypes[] = {
     {MPI_DOUBLE_COMPLEX, kComplex},   {MPI_COMPLEX, kComplex},
     {MPI_CXX_DOUBLE_COMPLEX, kComplex}, {MPI_CXX_FLOAT_COMPLEX, kComplex},
     {MPI_COMPLEX16, kComplex},        {MPI_COMPLEX8, kComplex},
+#ifdef MPIX_C_FLOAT16
+    // IEEE half precision, an MPICH extension (MPICH 4.0.2 itself aborts on its reductions).
+    {MPIX_C_FLOAT16, kFloat},
+#endif
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
@@ -55,8 +60,8 @@ bool dtype_of(Kind kind, int size, collx_dtype_t* d) {
     case kComplex:
       return size % 2 == 0 && dtype_of(kFloat, size / 2, d);
     case kFloat:
-      *d = size == 4 ? COLLX_FLOAT32 : COLLX_FLOAT64;
-      return size == 4 || size == 8;
+      *d = size == 2 ? COLLX_FLOAT16 : size == 4 ? COLLX_FLOAT32 : COLLX_FLOAT64;
+      return size == 2 || size == 4 || size == 8;
     case kByte:
       *d = COLLX_UINT8;
       return size == 1;
