@@ -6,10 +6,9 @@ namespace {
 
 // The predefined types the preload serves (MPI 4.0's C integer, Fortran integer, floating
 // point, complex, byte and multi-language types that libcollx has, and MPICH's float16), by
-// kind. Their libcollx
-// type follows from kind and size, which load_types() reads from the MPI library (MPI_INTEGER,
-// MPI_LONG, ... have the sizes that library was built with). The most used come first:
-// to_dtype scans the list.
+// kind. Their libcollx type follows from kind and size, which load_types() reads from the MPI
+// library (MPI_INTEGER, MPI_LONG, ... have the sizes that library was built with). The most
+// used come first: to_dtype scans the list.
 struct TypeKind {
   MPI_Datatype mpi;
   Kind kind;
