@@ -3,12 +3,12 @@
 // global operator new (libcollx allocates only through it; UCX and MPI are C, and their
 // allocations are the transport's), on the calling thread, which runs a blocking call whole.
 // Run with mpiexec -n 2 (or more, on pretended nodes):
-//   alloc_test        collx_allreduce with the defaults and with each algorithm forced (the
-//                     shared-memory ones on one node, hierarchical on nodes that COLLX_NODE
-//                     pretends), a few dtype x op pairs, counts 0 to 2^20 + 7, in place or
-//                     not: no allocation in 5 calls after 2 of warm-up, and exact results;
-//                     collx_iallreduce + collx_wait: its request, and at most one block of
-//                     the posting queue
+//   alloc_test        collx_allreduce with the defaults and with each algorithm forced (all
+//                     but hierarchical on one node; on nodes that COLLX_NODE pretends, the
+//                     defaults and hierarchical), a few dtype x op pairs, counts 0 to
+//                     2^20 + 7, in place or not: no allocation in 5 calls after 2 of
+//                     warm-up, and exact results; collx_iallreduce + collx_wait: its request,
+//                     and at most one block of the posting queue
 //   alloc_test --mpi  under LD_PRELOAD=libcollx_mpi.so: MPI_Allreduce (MPI_FLOAT, MPI_SUM) at
 //                     the same counts: no allocation of the preload's or libcollx's
 // Not built with sanitizers (their runtimes own operator new). Prints "N passed, N failed".
@@ -109,7 +109,6 @@ void each_case(int p, collx_dtype_t d, collx_op_t op, const std::string& label, 
 }
 
 void direct(int p) {
-  // The shared-memory algorithms need one node; hierarchical, several.
   const char* algos[] = {nullptr,        "recursive_doubling", "rabenseifner", "ring",
                          "shm_one_shot", "shm_two_shot",       "shm_cma",      "hierarchical"};
   const char* env = std::getenv("COLLX_NODE");  // (pretended nodes)
@@ -117,9 +116,9 @@ void direct(int p) {
   const std::pair<collx_dtype_t, collx_op_t> pairs[] = {
       {COLLX_FLOAT32, COLLX_SUM}, {COLLX_BFLOAT16, COLLX_AVG}, {COLLX_INT64, COLLX_MAX}};
   for (const char* algo : algos) {
-    const bool shm = algo != nullptr && std::strncmp(algo, "shm_", 4) == 0;
+    // On pretended nodes only the defaults and hierarchical (the others run on one node).
     const bool hierarchical = algo != nullptr && std::strcmp(algo, "hierarchical") == 0;
-    if ((shm && !one_node) || (hierarchical && one_node)) continue;
+    if (one_node ? hierarchical : algo != nullptr && !hierarchical) continue;
     if (algo != nullptr) setenv("COLLX_ALLREDUCE_ALGO", algo, 1);
     else unsetenv("COLLX_ALLREDUCE_ALGO");
     collx_comm_t c = nullptr;
