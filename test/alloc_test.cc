@@ -111,8 +111,7 @@ void each_case(int p, collx_dtype_t d, collx_op_t op, const std::string& label, 
 void direct(int p) {
   const char* algos[] = {nullptr,        "recursive_doubling", "rabenseifner", "ring",
                          "shm_one_shot", "shm_two_shot",       "shm_cma",      "hierarchical"};
-  const char* env = std::getenv("COLLX_NODE");  // (pretended nodes)
-  const bool one_node = env == nullptr;
+  const bool one_node = std::getenv("COLLX_NODE") == nullptr;  // (else pretended nodes)
   const std::pair<collx_dtype_t, collx_op_t> pairs[] = {
       {COLLX_FLOAT32, COLLX_SUM}, {COLLX_BFLOAT16, COLLX_AVG}, {COLLX_INT64, COLLX_MAX}};
   for (const char* algo : algos) {

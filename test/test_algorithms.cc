@@ -147,7 +147,7 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
   }
 }
 
-// More ranks than the ring keeps its step handles for on the stack (64), an odd count that is
+// Many ranks (the ring's 2p step handles beside its segments in scratch), an odd count that is
 // no power of two (recursive doubling and Rabenseifner fold 3 ranks in), for a few dtype x op
 // pairs (67 threads on the CI's 2 cores); the shared-memory algorithms up to 1000 elements.
 TEST_CASE("all algorithms, 67 ranks, counts x in-place for a few dtype x op pairs",

@@ -18,7 +18,6 @@
 #include "algo/rank_math.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace collx {
 
@@ -49,8 +48,10 @@ Status allreduce_ring(const AllreduceArgs& a) {
                      std::max({size_t{1}, a.segment_bytes / es,
                                (longest + most_segments - 1) / most_segments})};
   const size_t seg_bytes = seg.seg * es;
+  // Scratch holds the kSlots segments, then the 2p step handles below (no allocation per call).
+  const size_t handles_at = (kSlots * seg_bytes + alignof(Handle) - 1) & ~(alignof(Handle) - 1);
   uint8_t* slots = nullptr;
-  COLLX_TRY(a.scratch.get(kSlots * seg_bytes, &slots));
+  COLLX_TRY(a.scratch.get(handles_at + 2 * static_cast<size_t>(p) * sizeof(Handle), &slots));
 
   uint32_t sent = 0;  // message counters: they are the step tags
   auto send_segment = [&](const uint8_t* base, int b, size_t c, Handle* h) {
@@ -81,15 +82,8 @@ Status allreduce_ring(const AllreduceArgs& a) {
   // same block (step s) has left it. Sends of step s are the requests posted between
   // send_first[s] and send_last[s]; anything else in that handle range is a reduce-scatter
   // receive, complete by the allgather, so waiting the whole range is exact and cheap.
-  Handle send_first_small[64], send_last_small[64];
-  std::vector<Handle> send_big;
-  Handle* send_first = send_first_small;
-  Handle* send_last = send_last_small;
-  if (p > 64) {
-    send_big.resize(2 * static_cast<size_t>(p));
-    send_first = send_big.data();
-    send_last = send_big.data() + p;
-  }
+  Handle* send_first = reinterpret_cast<Handle*>(slots + handles_at);
+  Handle* send_last = send_first + p;
 
   // Allgather receives of step s, tagged after every reduce-scatter message.
   auto post_ag_recvs = [&](int s, Handle* first) -> Status {
