@@ -112,12 +112,17 @@
 //   pmpi_conformance --sessions           MPI 4.0's Sessions model alone (no MPI_Init): sums
 //                                         on a communicator from the world process set,
 //                                         exact (under the preload they pass through)
+//   pmpi_conformance --fork               only under the preload: a forked child's
+//                                         MPI_Allreduce on its parent's communicator is an
+//                                         error; the parents' allreduces stay exact
 //   pmpi_conformance --huge               2 ranks: 2^31 + 11 uint8 sums (a count no int holds)
 //                                         through MPI_Allreduce_c, then MPI_Iallreduce_c +
 //                                         MPI_Wait, in place; every byte checked, and the
 //                                         bytes after the buffer untouched (2 GiB per rank)
 // Prints "N passed, N failed"; exit status 1 on any failure.
 #include <mpi.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1429,6 +1434,41 @@ int sessions() {
   return g_failed == 0 ? 0 : 1;
 }
 
+// --fork (only under the preload: with MPICH alone a forked child's MPI_Allreduce takes part in
+// its parent's collectives, and a parent's call fails, aborting the job, or gives wrong sums): after a served MPI_Allreduce on
+// MPI_COMM_WORLD every rank forks a child, which calls MPI_Allreduce on it with
+// MPI_ERRORS_RETURN: an error, since the parent's libcollx communicator serves only the parent
+// (the child exits 0 if so). Meanwhile the parents run 20 allreduces of 1 and 70 000 ints with
+// new values each: exact.
+void forked_child() {
+  std::vector<int> v = input(MPI_COMM_WORLD, 1000, 1), sum(1000);
+  expect(MPI_Allreduce(v.data(), sum.data(), 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
+                 MPI_SUCCESS &&
+             is_sum(MPI_COMM_WORLD, sum, 1),
+         "fork: the allreduce before the fork");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    const int rc = MPI_Allreduce(v.data(), sum.data(), 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    std::_Exit(rc != MPI_SUCCESS ? 0 : 1);
+  }
+  expect(pid > 0, "fork: fork()");
+  for (int k = 2; k < 22; ++k) {
+    const size_t count = k % 2 ? 70000 : 1;
+    std::vector<int> in = input(MPI_COMM_WORLD, count, k), out(count);
+    expect(MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_INT, MPI_SUM,
+                         MPI_COMM_WORLD) == MPI_SUCCESS &&
+               is_sum(MPI_COMM_WORLD, out, k),
+           "fork: the parent's allreduce " + std::to_string(k) + " of " + std::to_string(count));
+  }
+  int st = 0;
+  if (pid > 0) waitpid(pid, &st, 0);
+  expect(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+         "fork: the child's MPI_Allreduce on its parent's communicator is an error");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1517,6 +1557,8 @@ int main(int argc, char** argv) {
     return g_self_ok ? rc : 1;
   } else if (mode == "--huge") {
     huge();
+  } else if (mode == "--fork") {
+    forked_child();
   } else if (mode == "--persistent") {
     MPI_Comm split;
     MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &split);

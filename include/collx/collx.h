@@ -123,7 +123,9 @@ COLLX_API const char* collx_op_name(collx_op_t op);
 COLLX_API size_t collx_dtype_size(collx_dtype_t dtype); /* 0 for an invalid dtype */
 
 /* Process-wide setup (UCX context and worker). Reference counted: each successful
- * collx_init needs one collx_finalize. */
+ * collx_init needs one collx_finalize. A child forked by the process inherits none of it:
+ * there the parent's communicators and requests are COLLX_ERR_INVALID_ARG (they serve only
+ * the process that created them), and the child may call collx_init for its own. */
 COLLX_API collx_status_t collx_init(void);
 COLLX_API collx_status_t collx_finalize(void);
 

@@ -1,7 +1,9 @@
 // C ABI: argument validation, status + thread-local error text, handle registry.
 
+#include <pthread.h>
 #include <sched.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
@@ -28,6 +30,31 @@ std::unordered_set<const Comm*>& live_comms() {
   return *s;
 }
 
+// In a forked child, the parent's communicators: no longer live there (they would take part
+// in the parent's collectives), named in the errors of the calls that pass them.
+std::unordered_set<const Comm*>& inherited_comms() {
+  static auto* s = new std::unordered_set<const Comm*>();
+  return *s;
+}
+std::atomic<bool> g_forked{false};  // this process is a forked child
+
+// pthread_atfork's handlers, registered by collx_init: the registry and the context are
+// consistent in the child (no lock held by a thread the child does not have).
+void before_fork() {
+  collx::Context::before_fork();
+  g_comms_mu.lock();
+}
+void after_fork_in_parent() {
+  g_comms_mu.unlock();
+  collx::Context::after_fork_in_parent();
+}
+void after_fork_in_child() {
+  inherited_comms().merge(live_comms());
+  g_forked.store(true, std::memory_order_relaxed);
+  g_comms_mu.unlock();
+  collx::Context::after_fork_in_child();
+}
+
 // Runs use(comm) under the registry lock, so that a concurrent destroy cannot free the
 // communicator meanwhile; use returns a Status.
 template <typename F>
@@ -36,10 +63,28 @@ Status with_live_comm(collx_comm_t handle, const char* fn, F&& use) {
   if (handle == nullptr) return error(COLLX_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   std::lock_guard<std::mutex> g(g_comms_mu);
   if (live_comms().count(c) == 0) {
+    if (inherited_comms().count(c) != 0) {
+      return error(COLLX_ERR_INVALID_ARG,
+                   "%s: comm %p was created before this process was forked: a communicator "
+                   "serves only the process that created it",
+                   fn, static_cast<void*>(handle));
+    }
     return error(COLLX_ERR_INVALID_ARG, "%s: comm %p is not a live communicator (destroyed?)", fn,
                  static_cast<void*>(handle));
   }
   return use(*c);
+}
+
+// In a forked child, a request the parent started and had not completed at the fork: the
+// parent's to complete (testing it here would take part in the parent's collective).
+Status check_not_inherited(const collx::Request* r, const char* fn) {
+  if (!g_forked.load(std::memory_order_relaxed)) return Status();
+  std::lock_guard<std::mutex> g(g_comms_mu);
+  if (inherited_comms().count(r->comm) == 0) return Status();
+  return error(COLLX_ERR_INVALID_ARG,
+               "%s: request %p was started before this process was forked: only the process "
+               "that started it can complete it",
+               fn, static_cast<const void*>(r));
 }
 
 template <typename F>
@@ -148,7 +193,13 @@ const char* collx_op_name(collx_op_t op) {
   return i < COLLX_OP_COUNT ? kOpNames[i] : "invalid-op";
 }
 
-collx_status_t collx_init(void) { return report(collx::Context::init()); }
+collx_status_t collx_init(void) {
+  static const int atfork = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+  if (atfork != 0) {
+    return report(error(COLLX_ERR_NO_MEMORY, "collx_init: pthread_atfork failed (%d)", atfork));
+  }
+  return report(collx::Context::init());
+}
 
 collx_status_t collx_finalize(void) { return report(collx::Context::finalize()); }
 
@@ -248,6 +299,8 @@ collx_status_t collx_test(collx_request_t* request) {
   }
   auto* r = reinterpret_cast<collx::Request*>(*request);
   if (!r->done.load(std::memory_order_acquire)) {
+    const Status inherited = check_not_inherited(r, "collx_test");
+    if (!inherited.ok()) return report(inherited);
     // Runs it here once every rank has started it, or starts it later.
     const bool yield = Comm::nudge(r);
     if (!r->done.load(std::memory_order_acquire)) {
@@ -268,8 +321,13 @@ collx_status_t collx_wait(collx_request_t* request) {
   if (request == nullptr || *request == nullptr) {
     return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
   }
+  auto* r = reinterpret_cast<collx::Request*>(*request);
+  if (!r->done.load(std::memory_order_acquire)) {
+    const Status inherited = check_not_inherited(r, "collx_wait");
+    if (!inherited.ok()) return report(inherited);
+  }
   // Runs the operation on this thread if it has not started; each is bounded by its deadline.
-  collx::Comm::wait(reinterpret_cast<collx::Request*>(*request));
+  collx::Comm::wait(r);
   return collx_test(request);
 }
 

@@ -72,7 +72,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   Context* ctx = Context::get();
   Config config;
   const Status local = ctx == nullptr ? error(COLLX_ERR_NOT_INITIALIZED,
-                                              "collx_comm_create called before collx_init")
+                                              "collx_comm_create called before collx_init%s",
+                                              Context::fork_note())
                                       : load_config(&config);
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
   if (!local.ok()) {

@@ -7,6 +7,7 @@ namespace collx {
 namespace {
 std::mutex g_mu;
 Context* g_context = nullptr;  // written under g_mu; read by every call
+bool g_forked_child = false;   // written in a child's fork handler, before any other thread
 }  // namespace
 
 Status Context::init() {
@@ -32,7 +33,8 @@ Status Context::init() {
 Status Context::finalize() {
   std::lock_guard<std::mutex> g(g_mu);
   if (g_context == nullptr) {
-    return error(COLLX_ERR_NOT_INITIALIZED, "collx_finalize called without collx_init");
+    return error(COLLX_ERR_NOT_INITIALIZED, "collx_finalize called without collx_init%s",
+                 fork_note());
   }
   if (g_context->refs_ > 1) {
     --g_context->refs_;
@@ -49,5 +51,19 @@ Status Context::finalize() {
 }
 
 Context* Context::get() { return __atomic_load_n(&g_context, __ATOMIC_ACQUIRE); }
+
+void Context::before_fork() { g_mu.lock(); }
+
+void Context::after_fork_in_parent() { g_mu.unlock(); }
+
+void Context::after_fork_in_child() {
+  g_context = nullptr;  // left as it is: its UCX worker and memory are the parent's
+  g_forked_child = true;
+  g_mu.unlock();
+}
+
+const char* Context::fork_note() {
+  return g_forked_child ? " (a forked child does not inherit its parent's collx_init)" : "";
+}
 
 }  // namespace collx
