@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
@@ -36,7 +35,6 @@ std::unordered_set<const Comm*>& inherited_comms() {
   static auto* s = new std::unordered_set<const Comm*>();
   return *s;
 }
-std::atomic<bool> g_forked{false};  // this process is a forked child
 
 // pthread_atfork's handlers, registered by collx_init: the registry and the context are
 // consistent in the child (no lock held by a thread the child does not have).
@@ -50,7 +48,6 @@ void after_fork_in_parent() {
 }
 void after_fork_in_child() {
   inherited_comms().merge(live_comms());
-  g_forked.store(true, std::memory_order_relaxed);
   g_comms_mu.unlock();
   collx::Context::after_fork_in_child();
 }
@@ -78,7 +75,7 @@ Status with_live_comm(collx_comm_t handle, const char* fn, F&& use) {
 // In a forked child, a request the parent started and had not completed at the fork: the
 // parent's to complete (testing it here would take part in the parent's collective).
 Status check_not_inherited(const collx::Request* r, const char* fn) {
-  if (!g_forked.load(std::memory_order_relaxed)) return Status();
+  if (!collx::Context::forked_child()) return Status();
   std::lock_guard<std::mutex> g(g_comms_mu);
   if (inherited_comms().count(r->comm) == 0) return Status();
   return error(COLLX_ERR_INVALID_ARG,

@@ -62,6 +62,8 @@ void Context::after_fork_in_child() {
   g_mu.unlock();
 }
 
+bool Context::forked_child() { return g_forked_child; }
+
 const char* Context::fork_note() {
   return g_forked_child ? " (a forked child does not inherit its parent's collx_init)" : "";
 }

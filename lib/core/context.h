@@ -26,8 +26,10 @@ class Context {
   static void before_fork();  // holds init/finalize off until one of these two
   static void after_fork_in_parent();
   static void after_fork_in_child();
-  // For the messages of calls made before collx_init: in a forked child of a process that
-  // used libcollx, " (a forked child does not inherit its parent's collx_init)"; else "".
+  // Whether this process is a forked child of one that had called collx_init.
+  static bool forked_child();
+  // For the messages of calls made before collx_init: in such a child, " (a forked child does
+  // not inherit its parent's collx_init)"; else "".
   static const char* fork_note();
 
   UcxWorker& worker() { return *worker_; }
