@@ -1435,11 +1435,11 @@ int sessions() {
 }
 
 // --fork (only under the preload: with MPICH alone a forked child's MPI_Allreduce takes part in
-// its parent's collectives, and a parent's call fails, aborting the job, or gives wrong sums): after a served MPI_Allreduce on
-// MPI_COMM_WORLD every rank forks a child, which calls MPI_Allreduce on it with
-// MPI_ERRORS_RETURN: an error, since the parent's libcollx communicator serves only the parent
-// (the child exits 0 if so). Meanwhile the parents run 20 allreduces of 1 and 70 000 ints with
-// new values each: exact.
+// its parent's collectives, and a parent's call fails, aborting the job, or gives wrong sums):
+// after a served MPI_Allreduce on MPI_COMM_WORLD every rank forks a child, which calls
+// MPI_Allreduce on it with MPI_ERRORS_RETURN: an error, since the parent's libcollx
+// communicator serves only the parent (the child exits 0 if so). Meanwhile the parents run 20
+// allreduces of 1 and 70 000 ints with new values each: exact.
 void forked_child() {
   std::vector<int> v = input(MPI_COMM_WORLD, 1000, 1), sum(1000);
   expect(MPI_Allreduce(v.data(), sum.data(), 1000, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
