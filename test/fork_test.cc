@@ -2,6 +2,7 @@
 // collectives nor breaks them. Two ranks (forked processes, bootstrapped through a Board, as
 // the fault harness does) make a communicator over UCX, post a collx_iallreduce, and each
 // forks a child while it is pending. In each child:
+//   - none of the parent's node segments is mapped (MADV_DONTFORK);
 //   - every call on the parent's communicator or request is COLLX_ERR_INVALID_ARG with a
 //     message that names the fork: collx_allreduce, collx_iallreduce, collx_comm_rank,
 //     collx_comm_algorithm, collx_comm_destroy, collx_test, collx_wait;
@@ -77,9 +78,23 @@ bool checked_allreduce(collx_comm_t comm, int rank, int p, size_t count, int cal
   return true;
 }
 
+// How many mappings of libcollx's node segments (memfds named "collx") this process has.
+int mapped_segments() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return -1;
+  char line[4096];
+  int n = 0;
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    n += std::strstr(line, "/memfd:collx") != nullptr;
+  }
+  std::fclose(maps);
+  return n;
+}
+
 // In the child of rank `rank`: the parent's communicator and request are not usable here;
 // then a libcollx of its own, with the other rank's child over `children`.
 void child(collx_comm_t parents, collx_request_t pending, Board* children, int rank) {
+  expect(mapped_segments() == 0, "child: none of the parent's node segments is mapped here");
   int32_t x = 1, y = 0;
   const char* forked = "before this process was forked";
   expect_error(collx_allreduce(&x, &y, 1, COLLX_INT32, COLLX_SUM, parents),
@@ -140,6 +155,7 @@ int run_rank(Board* board, Board* children, int rank) {
     return 2;
   }
 
+  expect(mapped_segments() > 0, "parent: the node's segment is mapped");
   std::fflush(stdout);
   const pid_t pid = fork();
   if (pid == 0) {

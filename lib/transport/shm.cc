@@ -17,6 +17,13 @@ constexpr size_t kHeader = 64;
 constexpr const char* kProc = "/proc/";  // a segment's name: /proc/<pid>/fd/<fd>
 constexpr const char* kFd = "/fd/";
 constexpr size_t round_up64(size_t n) { return (n + 63) & ~size_t{63}; }
+// A child the process forks does not inherit the mapping: it has no business in the node's
+// collectives (api/collx.cc refuses its calls on the parent's communicators), and a
+// long-lived one (a data loader's worker) would otherwise hold the segment's memory after the
+// communicator is destroyed. (Without MADV_DONTFORK, which every kernel since 2.6.16 has, the
+// child would merely keep the mapping.)
+void keep_from_children(void* p, size_t bytes) { madvise(p, bytes, MADV_DONTFORK); }
+
 }  // namespace
 
 size_t ShmChannel::bytes_for(int p, size_t chunk, int areas) {
@@ -87,6 +94,7 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
                  strerror(errno));
     } else {
       s->base_ = p;
+      keep_from_children(p, bytes);
     }
   }
   if (!st.ok()) {
@@ -123,6 +131,7 @@ Status ShmSegment::attach(const std::string& name, size_t bytes, ShmSegment** ou
   }
   close(fd);
   if (!st.ok()) return st;
+  keep_from_children(p, bytes);
   auto* s = new ShmSegment();
   s->name_ = name;
   s->base_ = p;
