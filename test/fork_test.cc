@@ -10,9 +10,9 @@
 //     collx_init of its own yet), saying that a forked child does not inherit it;
 //   - after collx_init, the two children make a communicator of their own and allreduce on it
 //     (exact results), then destroy it and finalize.
-// Meanwhile the parents complete their request and run allreduces on their communicator,
-// small and large (the shared-memory one-shot and two-shot), with values new in every call,
-// results exact; then they wait for their children.
+// Meanwhile the parents complete their request and run allreduces on their communicator, of
+// 3 and of 2^20 elements (a small and a large message: two algorithms by the defaults), with
+// values new in every call, results exact; then they wait for their children.
 //
 // Usage: fork_test   Prints "N passed, N failed"; exit status 1 on any failure.
 #include <sys/mman.h>
