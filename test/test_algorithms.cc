@@ -1,10 +1,12 @@
 // Every algorithm over the in-process transport: 1..9 ranks x counts {0, 1, p-1, p, p+1, 1000,
-// 2^20+7} x in-place/out-of-place x every dtype x op, compared bitwise with the exact
-// reference (so also bitwise identical across ranks).
-// TEST_SMALL_MATRIX=1 (set by the sanitizer runs of tools/run-tests) makes the largest count
-// 2^15+7 and the segments 4 KiB: the same paths (many pipelined segments, uneven last ones)
-// over 1/32 of the data; the ring with tiny segments leaves out its 300001 elements. Its name
-// is not COLLX_*: the library rejects unknown COLLX_ variables.
+// 2^15+7} over 4 KiB segments (many pipelined segments, uneven last ones) x in-place/out-of-place
+// x every dtype x op, compared bitwise with the exact reference (so also bitwise identical across
+// ranks); then 2^20+7 elements over the default 64 KiB segments for one or two dtype x op pairs
+// of each element size (the same paths at 32 times the data: 76 pairs of them took 130 s of the
+// release suite's 160).
+// TEST_SMALL_MATRIX=1 (set by the sanitizer runs of tools/run-tests) makes that largest count
+// 2^15+7 over 4 KiB segments too, and the ring with tiny segments leaves out its 300001 elements.
+// Its name is not COLLX_*: the library rejects unknown COLLX_ variables.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -42,10 +44,16 @@ bool small_run() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-std::vector<size_t> counts_for(int p) {
-  const size_t large = small_run() ? (1u << 15) + 7 : (1u << 20) + 7;
+// The matrices' largest count: 2^15+7 over 4 KiB segments for every dtype x op pair; 2^20+7
+// over 64 KiB segments for a few (release runs only).
+constexpr size_t kPipelined = (1u << 15) + 7;
+constexpr size_t kSmallSegment = 4 << 10;
+size_t large_count() { return small_run() ? kPipelined : (1u << 20) + 7; }
+size_t large_segment() { return small_run() ? kSmallSegment : 64 << 10; }
+
+std::vector<size_t> counts_for(int p, size_t largest) {
   return {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p), static_cast<size_t>(p + 1),
-          1000, large};
+          1000, largest};
 }
 
 struct Failure {
@@ -63,13 +71,13 @@ struct Failure {
 using DtypeOp = std::pair<collx_dtype_t, collx_op_t>;
 
 // Runs the full matrix for one rank count, for `algos`, on the nodes `nodes` (run_ranks),
-// with `extra` counts besides counts_for(p); with `only`, for those dtype x op pairs alone.
-void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
+// with `extra` counts besides counts_for(p, largest); with `only`, for those dtype x op pairs.
+void run_matrix(int p, size_t segment, size_t largest, const std::vector<const char*>& algos,
                 const std::vector<uint64_t>& nodes = {}, const std::vector<size_t>& extra = {},
                 const std::vector<DtypeOp>& only = {}) {
   std::vector<Config> configs;
   for (const char* a : algos) configs.push_back(config_for(a, segment));
-  std::vector<size_t> counts = counts_for(p);
+  std::vector<size_t> counts = counts_for(p, largest);
   counts.insert(counts.end(), extra.begin(), extra.end());
   Failure fail;
   std::atomic<long> checks{0}, planned{0};
@@ -142,7 +150,22 @@ void run_matrix(int p, size_t segment, const std::vector<const char*>& algos,
 TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix", "[matrix]") {
   for (int p = 1; p <= 9; ++p) {
     DYNAMIC_SECTION("p=" << p) {
-      run_matrix(p, small_run() ? 4 << 10 : 64 << 10, {std::begin(kAlgos), std::end(kAlgos)});
+      run_matrix(p, kSmallSegment, kPipelined, {std::begin(kAlgos), std::end(kAlgos)});
+    }
+  }
+}
+
+// The largest messages over the default segment: one or two pairs of each element size, each
+// kind of kernel (float sum, float16 and bfloat16 through float, avg's division, integer
+// min/max, product, bitwise).
+TEST_CASE("all algorithms, 1-9 ranks, 2^20+7 elements for a few dtype x op pairs", "[matrix]") {
+  for (int p = 1; p <= 9; ++p) {
+    DYNAMIC_SECTION("p=" << p) {
+      run_matrix(p, large_segment(), large_count(), {std::begin(kAlgos), std::end(kAlgos)}, {},
+                 {}, {{COLLX_FLOAT32, COLLX_SUM}, {COLLX_FLOAT64, COLLX_AVG},
+                      {COLLX_FLOAT16, COLLX_SUM}, {COLLX_BFLOAT16, COLLX_MAX},
+                      {COLLX_INT32, COLLX_MIN}, {COLLX_UINT8, COLLX_PROD},
+                      {COLLX_INT64, COLLX_BXOR}});
     }
   }
 }
@@ -150,9 +173,12 @@ TEST_CASE("all algorithms, 1-9 ranks, full count x dtype x op x in-place matrix"
 // Many ranks (the ring's 2p step handles beside its segments in scratch), an odd count that is
 // no power of two (recursive doubling and Rabenseifner fold 3 ranks in), for a few dtype x op
 // pairs (67 threads on the CI's 2 cores); the shared-memory algorithms up to 1000 elements.
+// The largest count, 2^17+7, gives a rank's block of 4- and 8-byte elements several 4 KiB
+// segments (2^20+7 took 18 s more and reaches no other path).
 TEST_CASE("all algorithms, 67 ranks, counts x in-place for a few dtype x op pairs",
           "[matrix]") {
-  run_matrix(67, 4 << 10, {std::begin(kAlgos), std::end(kAlgos)}, {}, {},
+  run_matrix(67, kSmallSegment, small_run() ? kPipelined : (1u << 17) + 7,
+             {std::begin(kAlgos), std::end(kAlgos)}, {}, {},
              {{COLLX_FLOAT64, COLLX_SUM}, {COLLX_INT32, COLLX_MAX}, {COLLX_UINT8, COLLX_PROD},
               {COLLX_BFLOAT16, COLLX_AVG}});
 }
@@ -177,7 +203,7 @@ TEST_CASE("hierarchical: ranks on several nodes, full count x dtype x op x in-pl
     std::string name;
     for (uint64_t n : nodes) name += std::to_string(n);
     DYNAMIC_SECTION("nodes " << name) {
-      run_matrix(p, 4 << 10, {"hierarchical"}, nodes, {20000, 70000});
+      run_matrix(p, kSmallSegment, kPipelined, {"hierarchical"}, nodes, {20000, 70000});
     }
   }
 }
