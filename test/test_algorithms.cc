@@ -454,6 +454,14 @@ void counting_sum(void* dst, const void* a, const void* b, size_t n) {
   g_int32_sum(dst, a, b, n);
 }
 
+// Around int32 sum too: throws std::bad_alloc at this thread's first call while t_throw is set
+// (as a container of the library's would where memory runs out).
+thread_local bool t_throw = false;
+void throwing_sum(void* dst, const void* a, const void* b, size_t n) {
+  if (std::exchange(t_throw, false)) throw std::bad_alloc();
+  g_int32_sum(dst, a, b, n);
+}
+
 // One in-place int32 sum of `count` elements, hierarchical with 4 KiB chunks, on ranks placed
 // on `nodes`, every result checked: the fabrics (bytes sent) and what each rank reduced.
 struct HierarchicalRun {
@@ -1152,6 +1160,43 @@ TEST_CASE("COLLX_CHECK: a disagreement is a mismatch on every rank, naming rank 
       st = comms[0]->allreduce(AllreduceOp{v.data(), v.data(), 64, sum, COLLX_FLOAT32, COLLX_SUM});
       TCHECK(st.ok());
       TCHECK(v[5] == 2.f * static_cast<float>(p));
+    });
+  }
+}
+
+// An exception inside an operation (std::bad_alloc) fails the communicator as a transport
+// error does, without ending the process: that call is COLLX_ERR_NO_MEMORY, later ones
+// COLLX_ERR_COMM_FAILED, and the receives still pending are cancelled, so nothing lands in
+// the result buffer after the call returned, though the peer sends on. Rank 0 throws in its
+// first reduction of the ring (with segments to come from rank 1); rank 1 times out.
+TEST_CASE("an exception inside an operation fails the communicator, not the process") {
+  Reducer sum;
+  REQUIRE(make_reducer(COLLX_INT32, COLLX_SUM, &sum).ok());
+  g_int32_sum = sum.reduce;  // before the rank threads start
+  for (const char* algo : {"ring", "rabenseifner", "shm_two_shot"}) {
+    Config config = config_for(algo, 4096);
+    config.timeout_s = 0.5;
+    std::barrier returned(2);
+    run_ranks(2, {config}, [&](int rank, std::vector<Comm*>& comms) {
+      const size_t count = 20000;  // 80 KB: 20 segments of 4 KiB
+      std::vector<int32_t> in(count, rank + 1), out(count, -7);
+      Reducer red = sum;
+      red.reduce = throwing_sum;
+      t_throw = rank == 0;
+      const Status st = comms[0]->allreduce(AllreduceOp{in.data(), out.data(), count, red});
+      const std::vector<int32_t> at_return = out;
+      returned.arrive_and_wait();  // rank 1 has given up too: nothing is in flight
+      std::lock_guard<std::mutex> g(catch_mutex());
+      INFO(algo << ", rank " << rank << ": " << st.message());
+      if (rank == 0) {
+        CHECK(st.code() == COLLX_ERR_NO_MEMORY);
+        CHECK(st.message().find("allreduce: out of memory") != std::string::npos);
+        CHECK(out == at_return);
+        const Status later = comms[0]->allreduce(AllreduceOp{in.data(), out.data(), count, sum});
+        CHECK(later.code() == COLLX_ERR_COMM_FAILED);
+      } else {
+        CHECK(!st.ok());
+      }
     });
   }
 }

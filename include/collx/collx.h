@@ -50,7 +50,8 @@ typedef enum {
   COLLX_IN_PROGRESS = 1,         /* collx_test: not complete yet */
   COLLX_ERR_INVALID_ARG = -1,    /* a bad argument; the message names it */
   COLLX_ERR_UNSUPPORTED = -2,    /* e.g. a dtype/op pair that has no meaning (avg of int32) */
-  COLLX_ERR_NO_MEMORY = -3,
+  COLLX_ERR_NO_MEMORY = -3,      /* an allocation failed: the call freed what it made; in a
+                                    collective, the communicator fails (COMM_FAILED after) */
   COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
   COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
   COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step */

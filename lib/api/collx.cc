@@ -165,6 +165,32 @@ Status validate(const void* sendbuf, void* recvbuf, size_t count, collx_dtype_t 
   return Status();
 }
 
+// Shuts c down (a collective step) and frees it. A failed communicator, or a shutdown that
+// fails (its peers gone, or no memory for the profile's report), still frees everything, and
+// says why.
+Status close_comm(Comm* c, const char* fn) {
+  Status st;
+  try {
+    st = c->shutdown();
+  } catch (...) {
+    st = collx::exception_status(fn);
+  }
+  delete c;
+  return st;
+}
+
+// Every entry point runs its body through this: an exception (std::bad_alloc where a
+// container of the library's finds no memory) becomes the call's status and message instead
+// of ending the process. On the hot path it costs nothing (nothing there allocates or throws).
+template <typename F>
+collx_status_t guarded(const char* fn, F&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return report(collx::exception_status(fn));
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -191,149 +217,189 @@ const char* collx_op_name(collx_op_t op) {
 }
 
 collx_status_t collx_init(void) {
-  static const int atfork = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-  if (atfork != 0) {
-    return report(error(COLLX_ERR_NO_MEMORY, "collx_init: pthread_atfork failed (%d)", atfork));
-  }
-  return report(collx::Context::init());
+  return guarded("collx_init", [] {
+    static const int atfork =
+        pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    if (atfork != 0) {
+      return report(error(COLLX_ERR_NO_MEMORY, "collx_init: pthread_atfork failed (%d)", atfork));
+    }
+    return report(collx::Context::init());
+  });
 }
 
-collx_status_t collx_finalize(void) { return report(collx::Context::finalize()); }
+collx_status_t collx_finalize(void) {
+  return guarded("collx_finalize", [] { return report(collx::Context::finalize()); });
+}
 
 collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm) {
-  if (comm == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: comm is NULL"));
-  *comm = nullptr;
-  if (params == nullptr) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: params is NULL"));
-  }
-  if (params->size < 1 || params->rank < 0 || params->rank >= params->size) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: rank %d / size %d is invalid",
-                        params->rank, params->size));
-  }
-  if (params->allgather == nullptr) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: allgather callback is NULL"));
-  }
-  Comm* c = nullptr;
-  Status st = Comm::create(*params, &c);
-  if (st.ok()) {
-    std::lock_guard<std::mutex> g(g_comms_mu);
-    live_comms().insert(c);
-    *comm = reinterpret_cast<collx_comm_t>(c);
-  }
-  return report(st);
+  return guarded("collx_comm_create", [&] {
+    if (comm == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: comm is NULL"));
+    }
+    *comm = nullptr;
+    if (params == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_create: params is NULL"));
+    }
+    if (params->size < 1 || params->rank < 0 || params->rank >= params->size) {
+      return report(error(COLLX_ERR_INVALID_ARG,
+                          "collx_comm_create: rank %d / size %d is invalid", params->rank,
+                          params->size));
+    }
+    if (params->allgather == nullptr) {
+      return report(
+          error(COLLX_ERR_INVALID_ARG, "collx_comm_create: allgather callback is NULL"));
+    }
+    Comm* c = nullptr;
+    Status st = Comm::create(*params, &c);
+    if (st.ok()) {
+      std::lock_guard<std::mutex> g(g_comms_mu);
+      try {
+        live_comms().insert(c);
+      } catch (...) {  // no memory to register it: the call fails, and frees what it made
+        st = collx::exception_status("collx_comm_create");
+        (void)close_comm(c, "collx_comm_create");
+        return report(st);
+      }
+      *comm = reinterpret_cast<collx_comm_t>(c);
+    }
+    return report(st);
+  });
 }
 
 collx_status_t collx_comm_destroy(collx_comm_t handle) {
-  Claim claim;
-  Status st = claim_comm(handle, "collx_comm_destroy", &claim);
-  if (!st.ok()) return report(st);
-  Comm* c = claim.take();
-  {
-    std::lock_guard<std::mutex> g(g_comms_mu);
-    live_comms().erase(c);
-  }
-  st = c->shutdown();  // a failed communicator still frees everything, and says why
-  delete c;
-  return report(st);
+  return guarded("collx_comm_destroy", [&] {
+    Claim claim;
+    Status st = claim_comm(handle, "collx_comm_destroy", &claim);
+    if (!st.ok()) return report(st);
+    Comm* c = claim.take();
+    {
+      std::lock_guard<std::mutex> g(g_comms_mu);
+      live_comms().erase(c);
+    }
+    return report(close_comm(c, "collx_comm_destroy"));
+  });
 }
 
 collx_status_t collx_comm_rank(collx_comm_t handle, int* rank) {
-  if (rank == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_rank: rank is NULL"));
-  return report(read_comm(handle, "collx_comm_rank", [&](const Comm& c) { *rank = c.rank(); }));
+  return guarded("collx_comm_rank", [&] {
+    if (rank == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_rank: rank is NULL"));
+    }
+    return report(read_comm(handle, "collx_comm_rank", [&](const Comm& c) { *rank = c.rank(); }));
+  });
 }
 
 collx_status_t collx_comm_size(collx_comm_t handle, int* size) {
-  if (size == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_size: size is NULL"));
-  return report(read_comm(handle, "collx_comm_size", [&](const Comm& c) { *size = c.size(); }));
+  return guarded("collx_comm_size", [&] {
+    if (size == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_size: size is NULL"));
+    }
+    return report(read_comm(handle, "collx_comm_size", [&](const Comm& c) { *size = c.size(); }));
+  });
 }
 
 collx_status_t collx_comm_node(collx_comm_t handle, collx_comm_node_t* node) {
-  if (node == nullptr) return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_node: node is NULL"));
-  return report(read_comm(handle, "collx_comm_node", [&](const Comm& c) { *node = c.node(); }));
+  return guarded("collx_comm_node", [&] {
+    if (node == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_comm_node: node is NULL"));
+    }
+    return report(read_comm(handle, "collx_comm_node", [&](const Comm& c) { *node = c.node(); }));
+  });
 }
 
 collx_status_t collx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                collx_dtype_t dtype, collx_op_t op, collx_comm_t handle) {
-  Claim c;
-  collx::AllreduceOp a;
-  Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce", &c, &a);
-  if (st.ok()) st = c.get()->allreduce(a);
-  return report(st);
+  return guarded("collx_allreduce", [&] {
+    Claim c;
+    collx::AllreduceOp a;
+    Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce", &c, &a);
+    if (st.ok()) st = c.get()->allreduce(a);
+    return report(st);
+  });
 }
 
 collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvbuf, size_t count,
                                       collx_dtype_t dtype, collx_op_t op, collx_comm_t handle,
                                       struct CUstream_st* stream) {
-  Claim c;
-  collx::AllreduceOp a;
-  Status st =
-      validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce_stream", &c, &a);
-  a.on_stream = true;
-  a.stream = stream;
-  if (st.ok()) st = c.get()->allreduce(a);
-  return report(st);
+  return guarded("collx_allreduce_stream", [&] {
+    Claim c;
+    collx::AllreduceOp a;
+    Status st =
+        validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_allreduce_stream", &c, &a);
+    a.on_stream = true;
+    a.stream = stream;
+    if (st.ok()) st = c.get()->allreduce(a);
+    return report(st);
+  });
 }
 
 collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                 collx_dtype_t dtype, collx_op_t op, collx_comm_t handle,
                                 collx_request_t* request) {
-  if (request == nullptr) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_iallreduce: request is NULL"));
-  }
-  *request = nullptr;
-  Claim c;
-  collx::AllreduceOp a;
-  Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_iallreduce", &c, &a);
-  collx::Request* r = nullptr;
-  if (st.ok()) st = c.get()->iallreduce(a, &r);
-  if (st.ok()) *request = reinterpret_cast<collx_request_t>(r);
-  return report(st);
+  return guarded("collx_iallreduce", [&] {
+    if (request == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_iallreduce: request is NULL"));
+    }
+    *request = nullptr;
+    Claim c;
+    collx::AllreduceOp a;
+    Status st = validate(sendbuf, recvbuf, count, dtype, op, handle, "collx_iallreduce", &c, &a);
+    collx::Request* r = nullptr;
+    if (st.ok()) st = c.get()->iallreduce(a, &r);
+    if (st.ok()) *request = reinterpret_cast<collx_request_t>(r);
+    return report(st);
+  });
 }
 
 collx_status_t collx_test(collx_request_t* request) {
-  if (request == nullptr || *request == nullptr) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_test: request is NULL"));
-  }
-  auto* r = reinterpret_cast<collx::Request*>(*request);
-  if (!r->done.load(std::memory_order_acquire)) {
-    const Status inherited = check_not_inherited(r, "collx_test");
-    if (!inherited.ok()) return report(inherited);
-    // Runs it here once every rank has started it, or starts it later.
-    const bool yield = Comm::nudge(r);
-    if (!r->done.load(std::memory_order_acquire)) {
-      // A thread running an operation gets a core: a caller that polls in a loop would
-      // otherwise keep it waiting for a scheduler tick (milliseconds) wherever threads
-      // outnumber cores.
-      if (yield) sched_yield();
-      return COLLX_IN_PROGRESS;
+  return guarded("collx_test", [&] {
+    if (request == nullptr || *request == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_test: request is NULL"));
     }
-  }
-  Status st = std::move(r->result);
-  delete r;
-  *request = nullptr;
-  return report(st);
+    auto* r = reinterpret_cast<collx::Request*>(*request);
+    if (!r->done.load(std::memory_order_acquire)) {
+      const Status inherited = check_not_inherited(r, "collx_test");
+      if (!inherited.ok()) return report(inherited);
+      // Runs it here once every rank has started it, or starts it later.
+      const bool yield = Comm::nudge(r);
+      if (!r->done.load(std::memory_order_acquire)) {
+        // A thread running an operation gets a core: a caller that polls in a loop would
+        // otherwise keep it waiting for a scheduler tick (milliseconds) wherever threads
+        // outnumber cores.
+        if (yield) sched_yield();
+        return COLLX_IN_PROGRESS;
+      }
+    }
+    Status st = std::move(r->result);
+    delete r;
+    *request = nullptr;
+    return report(st);
+  });
 }
 
 collx_status_t collx_wait(collx_request_t* request) {
-  if (request == nullptr || *request == nullptr) {
-    return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
-  }
-  auto* r = reinterpret_cast<collx::Request*>(*request);
-  if (!r->done.load(std::memory_order_acquire)) {
-    const Status inherited = check_not_inherited(r, "collx_wait");
-    if (!inherited.ok()) return report(inherited);
-  }
-  // Runs the operation on this thread if it has not started; each is bounded by its deadline.
-  collx::Comm::wait(r);
-  return collx_test(request);
+  return guarded("collx_wait", [&] {
+    if (request == nullptr || *request == nullptr) {
+      return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
+    }
+    auto* r = reinterpret_cast<collx::Request*>(*request);
+    if (!r->done.load(std::memory_order_acquire)) {
+      const Status inherited = check_not_inherited(r, "collx_wait");
+      if (!inherited.ok()) return report(inherited);
+    }
+    // Runs the operation on this thread if it has not started; each is bounded by its deadline.
+    collx::Comm::wait(r);
+    return collx_test(request);
+  });
 }
 
 const char* collx_comm_algorithm(collx_comm_t handle, size_t bytes) {
   const char* name = nullptr;
-  const Status st = read_comm(handle, "collx_comm_algorithm", [&](const Comm& c) {
-    name = collx::algo_name(c.selection().pick(bytes));
+  (void)guarded("collx_comm_algorithm", [&] {
+    return report(read_comm(handle, "collx_comm_algorithm", [&](const Comm& c) {
+      name = collx::algo_name(c.selection().pick(bytes));
+    }));
   });
-  report(st);
   return name;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <exception>
+#include <new>
 
 namespace collx {
 
@@ -46,20 +48,40 @@ const char* status_name(collx_status_t status) {
 Status error(collx_status_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  Status st(code, vformat(fmt, ap));
+  char buf[512];
+  const int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  return st;
+  try {
+    return Status(code, n < 0 ? std::string(fmt) : std::string(buf));
+  } catch (...) {  // no memory for the message: the code alone (report names it)
+    return Status(code, std::string());
+  }
+}
+
+Status exception_status(const char* where) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return error(COLLX_ERR_NO_MEMORY, "%s: out of memory", where);
+  } catch (const std::exception& e) {
+    return error(COLLX_ERR_INTERNAL, "%s: %s", where, e.what());
+  } catch (...) {
+    return error(COLLX_ERR_INTERNAL, "%s: an unknown exception", where);
+  }
 }
 
 namespace {
-thread_local std::string t_last_error;
+thread_local char t_last_error[512];  // a buffer of its own: reporting allocates nothing
 }
 
 collx_status_t report(const Status& s) {
-  t_last_error = s.ok() ? std::string() : s.message();
+  const char* text = s.ok()                ? ""
+                     : s.message().empty() ? status_name(s.code())
+                                           : s.message().c_str();
+  std::snprintf(t_last_error, sizeof t_last_error, "%s", text);
   return s.code();
 }
 
 }  // namespace collx
 
-extern "C" const char* collx_last_error(void) { return collx::t_last_error.c_str(); }
+extern "C" const char* collx_last_error(void) { return collx::t_last_error; }

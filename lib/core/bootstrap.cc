@@ -133,4 +133,16 @@ void combine_flags(const uint8_t* blob, int size, uint32_t max_len, uint8_t* all
   }
 }
 
+Status failed_in_round_2(const uint8_t* blob, int rank, int size, uint32_t max_len) {
+  const size_t slot = size_t{max_len} + kSlotHeader;
+  int first = 0;
+  while (first < size - 1 && (blob[static_cast<size_t>(first) * slot] & kFlagFailed) == 0) {
+    ++first;
+  }
+  return error(COLLX_ERR_PEER_FAILED,
+               "rank %d: rank %d's collx_comm_create failed during the bootstrap (its own "
+               "error says why)",
+               rank, first);
+}
+
 }  // namespace collx

@@ -59,11 +59,13 @@ Status decode_boot_headers(const BootHeader* all, int rank, int size, BootAgreem
 
 // Round 2 gathers one slot of kSlotHeader + max_len bytes per rank: a flags byte (bit 0: CMA
 // works towards every peer on the node; bit 1: the rank reserved the agreed id; bit 2: the
-// rank's deadline for agreeing on an id has passed), the shared-memory segment name (rank 0's
-// is used, checked by ShmSegment::attach), then the UCX address padded to max_len.
+// rank's deadline for agreeing on an id has passed; bit 3: the rank's creation failed after
+// round 1, and this slot says only that), the shared-memory segment name (rank 0's is used,
+// checked by ShmSegment::attach), then the UCX address padded to max_len.
 constexpr uint8_t kFlagCma = 1;
 constexpr uint8_t kFlagIdReserved = 2;
 constexpr uint8_t kFlagOutOfTime = 4;
+constexpr uint8_t kFlagFailed = 8;
 constexpr size_t kShmNameBytes = 48;
 constexpr size_t kSlotHeader = 1 + kShmNameBytes;
 Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* all, int size,
@@ -72,5 +74,7 @@ Status decode_peers(const uint8_t* blob, size_t blob_bytes, const BootHeader* al
 // (`all_of`) and those set on any (`any_of`).
 void combine_flags(const uint8_t* blob, int size, uint32_t max_len, uint8_t* all_of,
                    uint8_t* any_of);
+// A round-2 blob in which some rank set kFlagFailed: COLLX_ERR_PEER_FAILED naming the first.
+Status failed_in_round_2(const uint8_t* blob, int rank, int size, uint32_t max_len);
 
 }  // namespace collx

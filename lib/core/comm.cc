@@ -285,9 +285,24 @@ Status Comm::shutdown() {
 
 Status Comm::allreduce(const AllreduceOp& op) {
   drain();
-  if (profile_) [[unlikely]]
-    return execute_profiled(op);
-  return execute(op);
+  return execute_safely(op);
+}
+
+Status Comm::execute_safely(const AllreduceOp& op) {
+  try {
+    if (profile_) [[unlikely]]
+      return execute_profiled(op);
+    return execute(op);
+  } catch (...) {
+    const Status st = exception_status("allreduce");
+    try {
+      (void)transport_->end_op(st);  // cancels what is pending: nothing lands in buffers later
+      fail(st);
+    } catch (...) {
+      fail(Status(st.code(), std::string()));  // allocates nothing
+    }
+    return st;
+  }
 }
 
 }  // namespace collx

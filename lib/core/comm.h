@@ -111,6 +111,8 @@ struct Request {
   Status result;
 };
 
+struct BootRounds;
+
 class Comm {
  public:
   // Bootstraps over UCX through the user's out-of-band allgather.
@@ -203,6 +205,9 @@ class Comm {
   Status shutdown();
 
  private:
+  // create(params, out)'s body; `rounds` says how far the bootstrap got, for the failure
+  // path of an exception (comm_create.cc).
+  static Status create(const collx_comm_params_t& params, Comm** out, BootRounds* rounds);
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
   // nudge(r), told whether this test may run r once it is due (else it is the worker's).
   static bool nudge(Request* r, bool may_run);
@@ -233,6 +238,10 @@ class Comm {
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
   Status execute_profiled(const AllreduceOp& op);
+  // execute or execute_profiled, for allreduce and run. An exception inside (std::bad_alloc
+  // where a first call's cache finds no memory) fails the communicator, as a transport error
+  // does: its pending requests are cancelled and later calls are COLLX_ERR_COMM_FAILED.
+  Status execute_safely(const AllreduceOp& op);
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
   // Attaches the node's shared memory (`name`; `created`: the creation status of the node's

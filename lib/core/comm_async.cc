@@ -4,7 +4,6 @@
 // can start an operation its peers have started too.
 #include <algorithm>
 #include <chrono>
-#include <system_error>
 
 #include <pthread.h>
 #include <sched.h>
@@ -70,20 +69,18 @@ Status Comm::iallreduce(const AllreduceOp& op, Request** out) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> g(q.mu);
-    if (!worker_.joinable()) {
-      try {
-        worker_ = std::thread(&Comm::worker_main, this);
-      } catch (const std::system_error& e) {
-        delete req;
-        return error(COLLX_ERR_INTERNAL, "cannot start the communicator's thread: %s", e.what());
-      }
+    try {
+      if (!worker_.joinable()) worker_ = std::thread(&Comm::worker_main, this);
+      q.waiting.push_back(req);  // first: nothing has changed if it finds no memory
+    } catch (...) {  // std::system_error (no thread to be had) or std::bad_alloc
+      delete req;
+      return exception_status("cannot post the iallreduce");
     }
     req->number = ++q.posted;
     req->deferred = op.count * op.red.elem_size < q.async_min;
     if (!req->deferred) q.due = q.posted;
     // A deferred operation needs the worker watching; one that is due, the worker now.
     wake = q.due == q.posted || !q.watching;
-    q.waiting.push_back(req);
     q.pending.fetch_add(1, std::memory_order_relaxed);
   }
   if (wake) q.work.notify_one();
@@ -185,19 +182,23 @@ bool Comm::peers_started(uint64_t number) const {
 }
 
 void Comm::run(Request* r) {
-  if (announce_) {
-    // Takes in what the peers said (it would pile up), and tells them, so that a test of
-    // theirs may run it at once. Telling costs p - 1 messages: not for an operation that was
-    // due when posted (every rank's worker starts it at once, no test waits for word of it),
-    // nor while no rank ever tested.
-    std::lock_guard<std::mutex> g(ops_->mu);
-    uint64_t most = 0;
-    transport_->announced(false, &most);
-    if (r->deferred && (tested_ || most != 0)) say_started(r->number);
-  } else {
-    say_started(r->number);  // a peer's test may run it at once
+  try {
+    if (announce_) {
+      // Takes in what the peers said (it would pile up), and tells them, so that a test of
+      // theirs may run it at once. Telling costs p - 1 messages: not for an operation that
+      // was due when posted (every rank's worker starts it at once, no test waits for word of
+      // it), nor while no rank ever tested.
+      std::lock_guard<std::mutex> g(ops_->mu);
+      uint64_t most = 0;
+      transport_->announced(false, &most);
+      if (r->deferred && (tested_ || most != 0)) say_started(r->number);
+    } else {
+      say_started(r->number);  // a peer's test may run it at once
+    }
+  } catch (...) {
+    // Advisory (a lost word only delays a peer's test): the operation runs all the same.
   }
-  Status st = profile_ ? execute_profiled(r->op) : execute(r->op);
+  Status st = execute_safely(r->op);
   OpQueue& q = *ops_;
   std::lock_guard<std::mutex> g(q.mu);
   r->result = std::move(st);

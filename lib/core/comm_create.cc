@@ -42,6 +42,44 @@ collx_comm_node_t place(const NodeLayout& l) {
 
 }  // namespace
 
+// How far a rank's bootstrap got, for a creation that fails where its peers cannot tell (a
+// local error before round 1, an exception: no memory): the allgather round they wait in,
+// which no deadline of ours bounds (the allgather is the user's), and the id it holds.
+struct BootRounds {
+  int next = 1;           // the round the peers are in or go to next: 1, 2, or 0 (none)
+  size_t slot_bytes = 0;  // round 2's slot, once round 1 has agreed on it
+  Context* ctx = nullptr;
+  bool holds_id = false;  // a reserved communicator id, not yet the communicator's
+  uint16_t id = 0;
+  uint64_t owner = 0;
+};
+
+namespace {
+
+// A failed creation releases the id it holds and joins the round its peers wait in, saying it
+// failed (round 1: its status in the header; round 2: kFlagFailed), so that they fail too.
+void leave_rounds(const collx_comm_params_t& p, BootRounds& r, const Status& why) {
+  if (r.holds_id) r.ctx->ids.release(r.id, r.owner);
+  r.holds_id = false;
+  if (r.next == 1) {
+    BootHeader failed{};
+    failed.magic = kBootMagic;
+    failed.rank = p.rank;
+    failed.size = p.size;
+    failed.failed = why.code();
+    std::vector<BootHeader> all(static_cast<size_t>(p.size));
+    (void)oob_allgather(p, &failed, all.data(), sizeof failed, "communicator headers");
+  } else if (r.next == 2) {
+    std::vector<uint8_t> slot(r.slot_bytes, 0);
+    std::vector<uint8_t> slots(r.slot_bytes * static_cast<size_t>(p.size));
+    slot[0] = kFlagFailed;
+    (void)oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
+  }
+  r.next = 0;
+}
+
+}  // namespace
+
 Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, Comm** out,
                     void* shared, const std::vector<uint64_t>* node_of) {
   const NodeLayout layout =
@@ -69,24 +107,34 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
 }
 
 Status Comm::create(const collx_comm_params_t& p, Comm** out) {
+  BootRounds rounds;
+  try {
+    return create(p, out, &rounds);
+  } catch (...) {  // std::bad_alloc: what the creation made is freed on the way out
+    const Status st = exception_status("collx_comm_create");
+    try {
+      leave_rounds(p, rounds, st);
+    } catch (...) {  // no memory to join the round: the peers' allgather is left waiting
+    }
+    return st;
+  }
+}
+
+Status Comm::create(const collx_comm_params_t& p, Comm** out, BootRounds* rounds) {
   Context* ctx = Context::get();
+  rounds->ctx = ctx;
   Config config;
   const Status local = ctx == nullptr ? error(COLLX_ERR_NOT_INITIALIZED,
                                               "collx_comm_create called before collx_init%s",
                                               Context::fork_note())
                                       : load_config(&config);
-  std::vector<BootHeader> all(static_cast<size_t>(p.size));
   if (!local.ok()) {
     // Join round 1 all the same, saying so: the peers then stop too instead of waiting in the
     // user's allgather for a round 2 that never comes.
-    BootHeader failed{};
-    failed.magic = kBootMagic;
-    failed.rank = p.rank;
-    failed.size = p.size;
-    failed.failed = local.code();
-    (void)oob_allgather(p, &failed, all.data(), sizeof failed, "communicator headers");
+    leave_rounds(p, *rounds, local);
     return local;
   }
+  std::vector<BootHeader> all(static_cast<size_t>(p.size));
 
   // Round 1: fixed-size headers (identity, node, proposed communicator id, address length,
   // the settings all ranks must share).
@@ -118,8 +166,15 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   for (int attempt = 0;; ++attempt) {
     mine.comm_id = ctx->ids.propose(attempt == 0 ? CommIds::kNone : agreed.comm_id + 1u);
     COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
+    rounds->next = 2;
     COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed, &config));
+    rounds->slot_bytes = size_t{agreed.max_addr_len} + kSlotHeader;
     const bool reserved = ctx->ids.reserve(agreed.comm_id, agreed.owner);
+    if (reserved) {
+      rounds->holds_id = true;
+      rounds->id = agreed.comm_id;
+      rounds->owner = agreed.owner;
+    }
 
     if (attempt == 0) {
       // Can this rank read the memory of every peer on its node (same user, ptrace allowed)?
@@ -159,13 +214,18 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
     std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
     Status st = oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
+    rounds->next = 1;
     uint8_t all_of = 0, any_of = 0;
     if (st.ok()) combine_flags(slots.data(), p.size, agreed.max_addr_len, &all_of, &any_of);
+    if (st.ok() && (any_of & kFlagFailed)) {
+      st = failed_in_round_2(slots.data(), p.rank, p.size, agreed.max_addr_len);
+    }
     if (all_of & kFlagIdReserved) break;
     // A concurrent creation in some member's process holds the id: try above it, after a
     // pause that differs by creation and attempt (so that two creations stop colliding).
     // Every rank sees the same flags, so all retry or all give up together.
     if (reserved) ctx->ids.release(agreed.comm_id, agreed.owner);
+    rounds->holds_id = false;
     COLLX_TRY(st);
     if (any_of & kFlagOutOfTime) {
       return error(COLLX_ERR_TIMEOUT,
@@ -176,10 +236,13 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     const uint64_t r = (agreed.owner ^ (static_cast<uint64_t>(attempt) * 0x9e3779b97f4a7c15ull)) >> 40;
     std::this_thread::sleep_for(std::chrono::microseconds(r % (50u << std::min(attempt, 6))));
   }
+  rounds->next = 0;
   const uint16_t comm_id = agreed.comm_id;
-  // From here the id is this communicator's: released by ~Comm, or below on failure.
+  // From here the id is this communicator's: released by ~Comm, or on failure before the
+  // communicator holds it.
   const auto release_id = [&](Status st) {
     ctx->ids.release(comm_id, agreed.owner);
+    rounds->holds_id = false;
     return st;
   };
   std::vector<PeerInfo> peers;
@@ -200,13 +263,15 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   st = UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
                             use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t);
   if (!st.ok()) return release_id(st);
-  Comm* c = new Comm(std::unique_ptr<Transport>(t), config, std::move(sel));
-  c->across_table_ = std::move(across);
-  c->node_ = place(layout);
+  std::unique_ptr<Transport> transport(t);
+  std::unique_ptr<Comm> c(new Comm(std::move(transport), config, std::move(sel)));
   c->context_ = ctx;
   c->comm_id_ = comm_id;
   c->id_owner_ = agreed.owner;
+  rounds->holds_id = false;  // ~Comm releases it
   ctx->live_comms.fetch_add(1);
+  c->across_table_ = std::move(across);
+  c->node_ = place(layout);
   c->segment_ = std::move(created);
   // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
   // rank needs another to progress for anything but the collectives themselves.
@@ -221,11 +286,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
                       std::move(pids), layout);
   }
   if (st.ok()) c->start_announcing();
-  if (!st.ok()) {
-    delete c;
-    return st;
-  }
-  *out = c;
+  if (!st.ok()) return st;  // (c is freed)
+  *out = c.release();
   return Status();
 }
 

@@ -25,7 +25,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
     return error(COLLX_ERR_UNSUPPORTED, "communicator size %d exceeds the limit of %d ranks", size,
                  1 << kRankBits);
   }
-  auto* t = new (std::nothrow) UcxTransport(worker, rank, size, comm_id);
+  std::unique_ptr<UcxTransport> t(new (std::nothrow) UcxTransport(worker, rank, size, comm_id));
   if (t == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating a transport");
   t->close_timeout_s_ = timeout_s < 5 ? timeout_s : 5;  // closing after the barrier is local
   t->cma_min_ = cma_min;
@@ -52,11 +52,8 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
       }
     }
   }
-  if (!st.ok()) {
-    delete t;
-    return st;
-  }
-  *out = t;
+  if (!st.ok()) return st;  // (t is freed, as on an exception)
+  *out = t.release();
   return Status();
 }
 
@@ -67,12 +64,21 @@ UcxTransport::~UcxTransport() {
   // a peer then), where it is closed forcibly here; past the deadline, whatever is left is
   // dropped.
   std::vector<void*> closing;
+  try {
+    closing.reserve(eps_.size());
+  } catch (...) {  // no memory: the closes are not awaited (a destructor must not throw)
+  }
   {
     LockGuard g(worker_);
-    for (int peer = 0; peer < size(); ++peer) {
+    for (size_t peer = 0; peer < eps_.size(); ++peer) {  // (empty if create found no memory)
       if (eps_[peer] == nullptr) continue;
       void* req = worker_.release_endpoint(watches_[peer], force_close_);
-      if (req != nullptr) closing.push_back(req);
+      if (req == nullptr) continue;
+      if (closing.size() < closing.capacity()) {
+        closing.push_back(req);
+      } else {
+        ucp_request_free(req);  // UCX frees it when the close completes
+      }
     }
   }
   ucs_status_t ignored;

@@ -95,7 +95,24 @@ void UcxTransport::send_announcements() {
 
 void UcxTransport::stop_announcing() {
   if (heard_.empty()) return;
+  // Called by the destructor, which must not throw: the one allocation comes first, and
+  // without memory for it the requests are cancelled and freed without waiting.
   std::vector<void*> reqs;
+  try {
+    reqs.reserve(2 * heard_.size());
+  } catch (...) {
+    LockGuard g(worker_);
+    for (Heard& h : heard_) {
+      if (h.req != nullptr) {
+        ucp_request_cancel(worker_.worker(), h.req);
+        ucp_request_free(h.req);
+      }
+      if (h.sending != nullptr) ucp_request_free(h.sending);
+      h.req = h.sending = nullptr;
+    }
+    unsent_ = false;
+    return;
+  }
   {
     LockGuard g(worker_);
     for (Heard& h : heard_) {
@@ -111,21 +128,28 @@ void UcxTransport::stop_announcing() {
   // Announcements that arrived after the last receive would stay queued in the worker for
   // good: take them out (later ones carry a token no other communicator accepts).
   uint64_t sink[2];
-  reqs.clear();
-  {
-    LockGuard g(worker_);
-    for (int peer = 0; peer < size(); ++peer) {
-      if (peer == rank()) continue;
-      ucp_tag_recv_info_t info{};
-      while (ucp_tag_message_h m =
-                 ucp_tag_probe_nb(worker_.worker(), announce_tag(peer), kFullMask, 1, &info)) {
-        ucp_request_param_t p{};
-        void* req = ucp_tag_msg_recv_nbx(worker_.worker(), sink, sizeof sink, m, &p);
-        if (UCS_PTR_IS_PTR(req)) reqs.push_back(req);
+  // In batches of the capacity reserved above (completed outside the worker's lock).
+  for (bool full = true; full;) {
+    full = false;
+    reqs.clear();
+    {
+      LockGuard g(worker_);
+      for (int peer = 0; peer < size() && !full; ++peer) {
+        if (peer == rank()) continue;
+        ucp_tag_recv_info_t info{};
+        while (ucp_tag_message_h m =
+                   ucp_tag_probe_nb(worker_.worker(), announce_tag(peer), kFullMask, 1, &info)) {
+          ucp_request_param_t p{};
+          void* req = ucp_tag_msg_recv_nbx(worker_.worker(), sink, sizeof sink, m, &p);
+          if (!UCS_PTR_IS_PTR(req)) continue;
+          reqs.push_back(req);
+          full = reqs.size() == reqs.capacity();
+          if (full) break;
+        }
       }
     }
+    worker_.complete_all(reqs, close_timeout_s_, &ignored);
   }
-  worker_.complete_all(reqs, close_timeout_s_, &ignored);
 }
 
 }  // namespace collx

@@ -100,12 +100,11 @@ bool UcxWorker::complete_all(std::vector<void*>& reqs, double seconds, ucs_statu
 }
 
 Status UcxWorker::create(UcxWorker** out) {
-  UcxWorker* w = new (std::nothrow) UcxWorker();
+  std::unique_ptr<UcxWorker> w(new (std::nothrow) UcxWorker());  // freed on every failure
   if (w == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating the UCX worker");
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) {
-    delete w;
     return ucx_error("ucp_config_read", s);
   }
   // Endpoints to other nodes are checked at this interval: a peer that stops answering
@@ -141,7 +140,6 @@ Status UcxWorker::create(UcxWorker** out) {
   }
   ucp_config_release(config);
   if (s != UCS_OK) {  // most often a UCX_TLS or UCX_NET_DEVICES that leaves nothing usable
-    delete w;
     return error(COLLX_ERR_TRANSPORT,
                  "UCX could not start: ucp_init failed: %s (UCX says why on stderr; check "
                  "UCX_TLS and UCX_NET_DEVICES; ucx_info -d lists what this machine has)",
@@ -152,20 +150,23 @@ Status UcxWorker::create(UcxWorker** out) {
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   s = ucp_worker_create(w->context_, &wp, &w->worker_);
   if (s != UCS_OK) {
-    delete w;
     return ucx_error("ucp_worker_create", s);
   }
   ucp_address_t* addr = nullptr;
   size_t len = 0;
   s = ucp_worker_get_address(w->worker_, &addr, &len);
   if (s != UCS_OK) {
-    delete w;
     return ucx_error("ucp_worker_get_address", s);
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(addr);
-  w->address_.assign(bytes, bytes + len);
+  try {
+    w->address_.assign(bytes, bytes + len);
+  } catch (...) {
+    ucp_worker_release_address(w->worker_, addr);
+    throw;
+  }
   ucp_worker_release_address(w->worker_, addr);
-  *out = w;
+  *out = w.release();
   return Status();
 }
 
@@ -175,14 +176,26 @@ UcxWorker::~UcxWorker() {
   // finalizes too (and answers while it waits for its own closes) or has exited (its
   // connections report that at once); one that answers neither is given up after a bound.
   std::vector<void*> closing;
+  try {
+    closing.reserve(watches_.size());
+  } catch (...) {  // no memory: the closes are not awaited (a destructor must not throw)
+  }
   for (auto& [address, w] : watches_) {
     if (w->ep == nullptr) continue;
     void* req = close_endpoint(w.get(), w->status.load() != UCS_OK);
-    if (req != nullptr) closing.push_back(req);
+    if (req == nullptr) continue;
+    if (closing.size() < closing.capacity()) {
+      closing.push_back(req);
+    } else {
+      ucp_request_free(req);  // UCX frees it when the close completes
+    }
   }
   ucs_status_t ignored = UCS_OK;
   if (!closing.empty()) complete_all(closing, kCloseSeconds, &ignored);
-  if (worker_ != nullptr) drop_unexpected();
+  try {
+    if (worker_ != nullptr) drop_unexpected();
+  } catch (...) {  // no memory to receive them into: ucp_worker_destroy drops them
+  }
   for (auto& [address, w] : watches_) {
     if (w->pidfd >= 0) close(w->pidfd);
   }

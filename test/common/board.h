@@ -40,6 +40,7 @@ struct Group {
   int rank;
   int size;
   uint64_t calls = 0;
+  double deadline_s = 30;  // how long an allgather waits for the other ranks
 };
 
 // collx_comm_params_t's allgather: ctx is the rank's Group.
@@ -50,7 +51,7 @@ inline int board_allgather(const void* send, void* recv, size_t bytes, void* ctx
   std::memcpy(slots[g->rank], send, bytes);
   const uint64_t target = (g->calls + 1) * static_cast<uint64_t>(g->size);
   g->board->arrivals.fetch_add(1, std::memory_order_acq_rel);
-  const double deadline = now() + 30;
+  const double deadline = now() + g->deadline_s;
   while (g->board->arrivals.load(std::memory_order_acquire) < target) {
     if (now() > deadline) return 2;
     sched_yield();
