@@ -75,9 +75,11 @@ thread_local char t_last_error[512];  // a buffer of its own: reporting allocate
 }
 
 collx_status_t report(const Status& s) {
-  const char* text = s.ok()                ? ""
-                     : s.message().empty() ? status_name(s.code())
-                                           : s.message().c_str();
+  if (s.ok()) {  // every successful call: no more than this
+    t_last_error[0] = '\0';
+    return COLLX_SUCCESS;
+  }
+  const char* text = s.message().empty() ? status_name(s.code()) : s.message().c_str();
   std::snprintf(t_last_error, sizeof t_last_error, "%s", text);
   return s.code();
 }
