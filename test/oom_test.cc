@@ -1,6 +1,6 @@
 // Memory that runs out: the library's allocations (through this program's operator new, as
 // test/alloc_test.cc counts them) fail one at a time, the k-th for k = 0, 1, ... until a run
-// reaches no k-th allocation. No call may end the process (before, 36 of the 42 allocations
+// reaches no k-th allocation. No call may end the process (before, 37 of the 42 allocations
 // of the one-rank run ended it in std::terminate). Each call returns success or an error; on
 // the rank whose allocation failed, the first error is COLLX_ERR_NO_MEMORY with "out of
 // memory" in its message; no error is COLLX_ERR_INTERNAL; results reported as successes are

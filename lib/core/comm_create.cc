@@ -166,8 +166,9 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, BootRounds* rounds
   for (int attempt = 0;; ++attempt) {
     mine.comm_id = ctx->ids.propose(attempt == 0 ? CommIds::kNone : agreed.comm_id + 1u);
     COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
-    rounds->next = 2;
+    rounds->next = 0;  // decoding fails alike on every rank, and then no round follows
     COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed, &config));
+    rounds->next = 2;
     rounds->slot_bytes = size_t{agreed.max_addr_len} + kSlotHeader;
     const bool reserved = ctx->ids.reserve(agreed.comm_id, agreed.owner);
     if (reserved) {
