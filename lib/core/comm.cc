@@ -79,16 +79,34 @@ Status Comm::check_memory(const void* send, const void* recv, size_t bytes, cons
   return Status();
 }
 
+template <typename F>
+Status Comm::contained(const char* what, F&& op) {
+  try {
+    return op();
+  } catch (...) {
+    const Status st = exception_status(what);
+    try {
+      (void)transport_->end_op(st);  // cancels what is pending: nothing lands in buffers later
+      fail(st);
+    } catch (...) {
+      fail(Status(st.code(), std::string()));  // allocates nothing
+    }
+    return st;
+  }
+}
+
 Status Comm::small_allreduce(int64_t* v, size_t n, collx_op_t op) {
   if (!failed_.ok()) return failed_;
   Reducer red;
   COLLX_TRY(make_reducer(COLLX_INT64, op, &red));
-  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
-  Status st = transport_->end_op(allreduce_recursive_doubling(
-      AllreduceArgs{*transport_, red, reinterpret_cast<uint8_t*>(v), reinterpret_cast<uint8_t*>(v),
-                    n, scratch_, config_.ring_segment}));
-  if (!st.ok()) fail(st);
-  return st;
+  return contained("an internal allreduce", [&] {
+    transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+    Status st = transport_->end_op(allreduce_recursive_doubling(
+        AllreduceArgs{*transport_, red, reinterpret_cast<uint8_t*>(v),
+                      reinterpret_cast<uint8_t*>(v), n, scratch_, config_.ring_segment}));
+    if (!st.ok()) fail(st);
+    return st;
+  });
 }
 
 Status Comm::execute_profiled(const AllreduceOp& op) {
@@ -269,10 +287,12 @@ void Comm::fail(const Status& st) {
 
 Status Comm::run_barrier() {
   COLLX_TRY(usable());
-  transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
-  Status st = transport_->end_op(barrier(*transport_));
-  if (!st.ok()) fail(st);
-  return st;
+  return contained("the communicator's barrier", [&] {
+    transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
+    Status st = transport_->end_op(barrier(*transport_));
+    if (!st.ok()) fail(st);
+    return st;
+  });
 }
 
 Status Comm::shutdown() {
@@ -289,20 +309,11 @@ Status Comm::allreduce(const AllreduceOp& op) {
 }
 
 Status Comm::execute_safely(const AllreduceOp& op) {
-  try {
+  return contained("allreduce", [&] {
     if (profile_) [[unlikely]]
       return execute_profiled(op);
     return execute(op);
-  } catch (...) {
-    const Status st = exception_status("allreduce");
-    try {
-      (void)transport_->end_op(st);  // cancels what is pending: nothing lands in buffers later
-      fail(st);
-    } catch (...) {
-      fail(Status(st.code(), std::string()));  // allocates nothing
-    }
-    return st;
-  }
+  });
 }
 
 }  // namespace collx

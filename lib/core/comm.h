@@ -238,9 +238,14 @@ class Comm {
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
   Status execute_profiled(const AllreduceOp& op);
-  // execute or execute_profiled, for allreduce and run. An exception inside (std::bad_alloc
-  // where a first call's cache finds no memory) fails the communicator, as a transport error
-  // does: its pending requests are cancelled and later calls are COLLX_ERR_COMM_FAILED.
+  // Runs `op`, an operation on the transport (begin_op .. end_op). An exception inside it
+  // (std::bad_alloc: a first call's container finds no memory) ends it as a transport error
+  // does: its pending requests are cancelled (nothing lands in a buffer later, nothing is
+  // left posted in UCX) and the communicator fails (COLLX_ERR_COMM_FAILED after). The
+  // message starts with `what`. (Used by execute_safely, run_barrier, small_allreduce.)
+  template <typename F>
+  Status contained(const char* what, F&& op);
+  // execute or execute_profiled inside contained, for allreduce and run.
   Status execute_safely(const AllreduceOp& op);
   // COLLX_PROFILE at destruction: combine the buckets over ranks, rank 0 reports.
   Status report_profile();
