@@ -34,42 +34,7 @@
 
 #include "collx/collx.h"
 #include "common/board.h"
-
-namespace {
-
-std::atomic<bool> g_inside{false};  // the test is inside a libcollx call
-std::atomic<long> g_left{-1};       // allocations to let through before one fails; < 0: none
-std::atomic<long> g_seen{0};        // allocations counted inside libcollx calls
-std::atomic<long> g_live{0};        // allocations not freed yet (the leak check)
-
-void* allocate(size_t n, size_t align) {
-  if (g_inside.load(std::memory_order_relaxed)) {
-    g_seen.fetch_add(1, std::memory_order_relaxed);
-    if (g_left.fetch_sub(1, std::memory_order_relaxed) == 0) throw std::bad_alloc();
-  }
-  if (n == 0) n = 1;
-  void* p = align <= alignof(std::max_align_t)
-                ? std::malloc(n)
-                : std::aligned_alloc(align, (n + align - 1) / align * align);
-  if (p == nullptr) throw std::bad_alloc();
-  g_live.fetch_add(1, std::memory_order_relaxed);
-  return p;
-}
-
-void release(void* p) {
-  if (p != nullptr) g_live.fetch_sub(1, std::memory_order_relaxed);
-  std::free(p);
-}
-
-}  // namespace
-
-// The replaceable forms that libstdc++'s others (nothrow, array) call.
-void* operator new(size_t n) { return allocate(n, 0); }
-void* operator new(size_t n, std::align_val_t a) { return allocate(n, static_cast<size_t>(a)); }
-void operator delete(void* p) noexcept { release(p); }
-void operator delete(void* p, size_t) noexcept { release(p); }
-void operator delete(void* p, std::align_val_t) noexcept { release(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { release(p); }
+#include "common/failing_new.h"
 
 using namespace collx::test;
 

@@ -73,7 +73,13 @@ void start(int provided) {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish, &self_keyval, nullptr);
   PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, nullptr);
   collx::Config config;
-  const collx::Status st = collx::load_config(&config);
+  collx::Status st;
+  try {
+    st = collx::load_config(&config);
+  } catch (const std::bad_alloc&) {  // (then every rank says so: it may be this one's alone)
+    std::fprintf(stderr, "libcollx_mpi: interception off: out of memory reading the settings\n");
+    return;
+  }
   g.verbose = st.ok() && config.mpi_verbose;
   g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
   if (st.ok() && !config.mpi) {
@@ -167,13 +173,12 @@ int allreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
   if (x.error != MPI_SUCCESS) return x.error;
   if (x.why != kServed) return pmpi_allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm);
   const MpiProgress progress;
-  if (collx_allreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm) == COLLX_SUCCESS) {
-    return MPI_SUCCESS;
-  }
+  const collx_status_t st = collx_allreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm);
+  if (st == COLLX_SUCCESS) return MPI_SUCCESS;
   // As MPI does: through the communicator's error handler (fatal by default).
   report_failure(fn);
-  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-  return MPI_ERR_OTHER;
+  PMPI_Comm_call_errhandler(comm, mpi_error(st));
+  return mpi_error(st);
 }
 
 // MPI_Iallreduce and MPI_Iallreduce_c (`fn`).
@@ -187,12 +192,13 @@ int iallreduce(Fn fn, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
   }
   reap_orphans(false);
   collx_request_t r = nullptr;
-  if (collx_iallreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm, &r) !=
-      COLLX_SUCCESS) {
+  const collx_status_t st =
+      collx_iallreduce(x.sendbuf, recvbuf, x.count, x.dtype, x.op, x.comm, &r);
+  if (st != COLLX_SUCCESS) {
     report_failure(fn);
     *request = MPI_REQUEST_NULL;
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
+    PMPI_Comm_call_errhandler(comm, mpi_error(st));
+    return mpi_error(st);
   }
   return start_request(fn, r, request);
 }
@@ -289,27 +295,35 @@ __attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** ar
 __attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, void* recvbuf,
                                                          int count, MPI_Datatype datatype,
                                                          MPI_Op op, MPI_Comm comm) {
-  return allreduce(kAllreduce, sendbuf, recvbuf, count, datatype, op, comm);
+  return guarded("MPI_Allreduce", comm, nullptr, [&] {
+    return allreduce(kAllreduce, sendbuf, recvbuf, count, datatype, op, comm);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Allreduce_c(const void* sendbuf, void* recvbuf,
                                                            MPI_Count count, MPI_Datatype datatype,
                                                            MPI_Op op, MPI_Comm comm) {
-  return allreduce(kAllreduceC, sendbuf, recvbuf, count, datatype, op, comm);
+  return guarded("MPI_Allreduce_c", comm, nullptr, [&] {
+    return allreduce(kAllreduceC, sendbuf, recvbuf, count, datatype, op, comm);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Iallreduce(const void* sendbuf, void* recvbuf,
                                                           int count, MPI_Datatype datatype,
                                                           MPI_Op op, MPI_Comm comm,
                                                           MPI_Request* request) {
-  return iallreduce(kIallreduce, sendbuf, recvbuf, count, datatype, op, comm, request);
+  return guarded("MPI_Iallreduce", comm, request, [&] {
+    return iallreduce(kIallreduce, sendbuf, recvbuf, count, datatype, op, comm, request);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf,
                                                             MPI_Count count, MPI_Datatype datatype,
                                                             MPI_Op op, MPI_Comm comm,
                                                             MPI_Request* request) {
-  return iallreduce(kIallreduceC, sendbuf, recvbuf, count, datatype, op, comm, request);
+  return guarded("MPI_Iallreduce_c", comm, request, [&] {
+    return iallreduce(kIallreduceC, sendbuf, recvbuf, count, datatype, op, comm, request);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Allreduce_init(const void* sendbuf, void* recvbuf,
@@ -317,8 +331,10 @@ __attribute__((visibility("default"))) int MPI_Allreduce_init(const void* sendbu
                                                               MPI_Op op, MPI_Comm comm,
                                                               MPI_Info info,
                                                               MPI_Request* request) {
-  return allreduce_init(kAllreduceInit, sendbuf, recvbuf, count, datatype, op, comm, info,
-                        request);
+  return guarded("MPI_Allreduce_init", comm, request, [&] {
+    return allreduce_init(kAllreduceInit, sendbuf, recvbuf, count, datatype, op, comm, info,
+                          request);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Allreduce_init_c(const void* sendbuf,
@@ -326,8 +342,10 @@ __attribute__((visibility("default"))) int MPI_Allreduce_init_c(const void* send
                                                                 MPI_Datatype datatype, MPI_Op op,
                                                                 MPI_Comm comm, MPI_Info info,
                                                                 MPI_Request* request) {
-  return allreduce_init(kAllreduceInitC, sendbuf, recvbuf, count, datatype, op, comm, info,
-                        request);
+  return guarded("MPI_Allreduce_init_c", comm, request, [&] {
+    return allreduce_init(kAllreduceInitC, sendbuf, recvbuf, count, datatype, op, comm, info,
+                          request);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Comm_free(MPI_Comm* comm) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -94,8 +95,11 @@ collx_comm_t collx_for(MPI_Comm comm) {
     std::lock_guard<std::mutex> lock(g_mutex);
     c = cached_on(comm);  // (an erroneous program may get here from two threads at once)
     if (c == nullptr) {
-      c = new Cached();
-      PMPI_Comm_set_attr(comm, keyval(), c);
+      // (memory first: std::bad_alloc leaves nothing half made)
+      g_comms.reserve(g_comms.size() + 1);
+      auto made = std::make_unique<Cached>();
+      PMPI_Comm_set_attr(comm, keyval(), made.get());
+      c = made.release();
       g_comms.push_back(comm);
     }
   }
@@ -124,11 +128,25 @@ void release(MPI_Comm comm) {
   PMPI_Comm_delete_attr(comm, keyval());
 }
 
+// (In MPI_COMM_SELF's delete callback: allocates nothing.)
 void finish_comms() {
-  std::vector<MPI_Comm> left = g_comms;
-  std::sort(left.begin(), left.end(),
-            [](MPI_Comm a, MPI_Comm b) { return destroy_order(a) < destroy_order(b); });
-  for (MPI_Comm comm : left) PMPI_Comm_delete_attr(comm, keyval());
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::sort(g_comms.begin(), g_comms.end(),
+              [](MPI_Comm a, MPI_Comm b) { return destroy_order(a) < destroy_order(b); });
+  }
+  // First to last: each deletion takes its communicator off the list.
+  for (;;) {
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (g_comms.empty()) break;
+      comm = g_comms.front();
+    }
+    PMPI_Comm_delete_attr(comm, keyval());
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_comms.empty() && g_comms.front() == comm) g_comms.erase(g_comms.begin());
+  }
   int k = g_keyval.exchange(MPI_KEYVAL_INVALID);
   PMPI_Comm_free_keyval(&k);
 }

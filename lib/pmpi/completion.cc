@@ -16,7 +16,7 @@ using namespace collx_mpi;
 extern "C" {
 
 __attribute__((visibility("default"))) int MPI_Start(MPI_Request* request) {
-  return start_persistent(request);
+  return guarded("MPI_Start", MPI_COMM_WORLD, nullptr, [&] { return start_persistent(request); });
 }
 
 // MPI_Startall starts them in any order: one at a time, in the array's.
@@ -24,11 +24,13 @@ __attribute__((visibility("default"))) int MPI_Startall(int count, MPI_Request r
   if (!any_persistent() || count <= 0 || requests == nullptr) {
     return PMPI_Startall(count, requests);
   }
-  for (int i = 0; i < count; ++i) {
-    const int rc = start_persistent(&requests[i]);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  return MPI_SUCCESS;
+  return guarded("MPI_Startall", MPI_COMM_WORLD, nullptr, [&] {
+    for (int i = 0; i < count; ++i) {
+      const int rc = start_persistent(&requests[i]);
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+  });
 }
 
 // MPI_Cancel of a persistent request of ours MPI runs on host copies, active (erroneous, as for
@@ -45,8 +47,10 @@ __attribute__((visibility("default"))) int MPI_Cancel(MPI_Request* request) {
 }
 
 __attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request) {
-  if (request != nullptr) forget_persistent(*request);
-  return PMPI_Request_free(request);
+  return guarded("MPI_Request_free", MPI_COMM_WORLD, nullptr, [&] {
+    if (request != nullptr) forget_persistent(*request);
+    return PMPI_Request_free(request);
+  });
 }
 
 // MPI_Wait and MPI_Test complete a persistent request of ours directly, and so does MPI_Waitall
@@ -55,69 +59,87 @@ __attribute__((visibility("default"))) int MPI_Request_free(MPI_Request* request
 // polls a generalized request; collx_wait runs the operation on this thread if no thread has
 // started it (far sooner, for a small one, than handing it over).
 __attribute__((visibility("default"))) int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  int rc = MPI_SUCCESS;
-  if (complete_persistent(request, true, nullptr, status, &rc)) return rc;
-  const Swap swap(1, request);
-  advance_if_ours(swap.requests(), true);
-  return PMPI_Wait(swap.requests(), status);
+  return guarded("MPI_Wait", MPI_COMM_WORLD, nullptr, [&] {
+    int rc = MPI_SUCCESS;
+    if (complete_persistent(request, true, nullptr, status, &rc)) return rc;
+    const Swap swap(1, request);
+    advance_if_ours(swap.requests(), true);
+    return PMPI_Wait(swap.requests(), status);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Test(MPI_Request* request, int* flag,
                                                     MPI_Status* status) {
-  int rc = MPI_SUCCESS;
-  if (complete_persistent(request, false, flag, status, &rc)) return rc;
-  const Swap swap(1, request);
-  return PMPI_Test(swap.requests(), flag, status);
+  return guarded("MPI_Test", MPI_COMM_WORLD, nullptr, [&] {
+    int rc = MPI_SUCCESS;
+    if (complete_persistent(request, false, flag, status, &rc)) return rc;
+    const Swap swap(1, request);
+    return PMPI_Test(swap.requests(), flag, status);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Waitall(int count, MPI_Request requests[],
                                                        MPI_Status statuses[]) {
-  int rc = MPI_SUCCESS;
-  if (waitall_persistent(count, requests, statuses, &rc)) return rc;
-  const Swap swap(count, requests);
-  return PMPI_Waitall(count, swap.requests(), statuses);
+  return guarded("MPI_Waitall", MPI_COMM_WORLD, nullptr, [&] {
+    int rc = MPI_SUCCESS;
+    if (waitall_persistent(count, requests, statuses, &rc)) return rc;
+    const Swap swap(count, requests);
+    return PMPI_Waitall(count, swap.requests(), statuses);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Testall(int count, MPI_Request requests[],
                                                        int* flag, MPI_Status statuses[]) {
-  const Swap swap(count, requests);
-  return PMPI_Testall(count, swap.requests(), flag, statuses);
+  return guarded("MPI_Testall", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(count, requests);
+    return PMPI_Testall(count, swap.requests(), flag, statuses);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Waitany(int count, MPI_Request requests[],
                                                        int* index, MPI_Status* status) {
-  const Swap swap(count, requests);
-  return PMPI_Waitany(count, swap.requests(), index, status);
+  return guarded("MPI_Waitany", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(count, requests);
+    return PMPI_Waitany(count, swap.requests(), index, status);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Testany(int count, MPI_Request requests[],
                                                        int* index, int* flag,
                                                        MPI_Status* status) {
-  const Swap swap(count, requests);
-  return PMPI_Testany(count, swap.requests(), index, flag, status);
+  return guarded("MPI_Testany", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(count, requests);
+    return PMPI_Testany(count, swap.requests(), index, flag, status);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Waitsome(int incount, MPI_Request requests[],
                                                         int* outcount, int indices[],
                                                         MPI_Status statuses[]) {
-  const Swap swap(incount, requests);
-  return PMPI_Waitsome(incount, swap.requests(), outcount, indices, statuses);
+  return guarded("MPI_Waitsome", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(incount, requests);
+    return PMPI_Waitsome(incount, swap.requests(), outcount, indices, statuses);
+  });
 }
 
 __attribute__((visibility("default"))) int MPI_Testsome(int incount, MPI_Request requests[],
                                                         int* outcount, int indices[],
                                                         MPI_Status statuses[]) {
-  const Swap swap(incount, requests);
-  return PMPI_Testsome(incount, swap.requests(), outcount, indices, statuses);
+  return guarded("MPI_Testsome", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(incount, requests);
+    return PMPI_Testsome(incount, swap.requests(), outcount, indices, statuses);
+  });
 }
 
 // MPICH's MPI_Request_get_status does not poll a generalized request: a served MPI_Iallreduce
 // would never be reported complete. Its operation is tested first.
 __attribute__((visibility("default"))) int MPI_Request_get_status(MPI_Request request, int* flag,
                                                                   MPI_Status* status) {
-  const Swap swap(1, &request);
-  advance_if_ours(swap.requests(), false);
-  return PMPI_Request_get_status(*swap.requests(), flag, status);
+  return guarded("MPI_Request_get_status", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(1, &request);
+    advance_if_ours(swap.requests(), false);
+    return PMPI_Request_get_status(*swap.requests(), flag, status);
+  });
 }
 
 // MPI_Wait of MPICH's mpi_f08 module, which calls PMPI_Wait itself (so the C MPI_Wait above
@@ -132,9 +154,13 @@ __attribute__((visibility("default"))) void mpi_wait_f08_(MPI_Request* request, 
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  const Swap swap(1, request, false);  // (mpi_f08's MPI_Start is MPI's own)
-  advance_if_ours(swap.requests(), true);
-  next(swap.requests(), status, ierror);
+  const int rc = guarded("MPI_Wait", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(1, request, false);  // (mpi_f08's MPI_Start is MPI's own)
+    advance_if_ours(swap.requests(), true);
+    next(swap.requests(), status, ierror);
+    return MPI_SUCCESS;
+  });
+  if (rc != MPI_SUCCESS && ierror != nullptr) *ierror = rc;
 }
 
 // MPI_Request_get_status of MPICH's mpi_f08 module, which calls PMPI_Request_get_status
@@ -150,9 +176,13 @@ __attribute__((visibility("default"))) void mpi_request_get_status_f08_(MPI_Requ
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  const Swap swap(1, request, false);
-  advance_if_ours(swap.requests(), false);
-  next(swap.requests(), flag, status, ierror);
+  const int rc = guarded("MPI_Request_get_status", MPI_COMM_WORLD, nullptr, [&] {
+    const Swap swap(1, request, false);
+    advance_if_ours(swap.requests(), false);
+    next(swap.requests(), flag, status, ierror);
+    return MPI_SUCCESS;
+  });
+  if (rc != MPI_SUCCESS && ierror != nullptr) *ierror = rc;
 }
 
 // MPI_Request_free of MPICH's mpi_f08 module, which calls PMPI_Request_free itself: a
@@ -165,8 +195,12 @@ __attribute__((visibility("default"))) void mpi_request_free_f08_(MPI_Request* r
     if (ierror != nullptr) *ierror = MPI_ERR_INTERN;
     return;
   }
-  if (request != nullptr) forget_persistent(*request);
-  next(request, ierror);
+  const int rc = guarded("MPI_Request_free", MPI_COMM_WORLD, nullptr, [&] {
+    if (request != nullptr) forget_persistent(*request);
+    next(request, ierror);
+    return MPI_SUCCESS;
+  });
+  if (rc != MPI_SUCCESS && ierror != nullptr) *ierror = rc;
 }
 
 }  // extern "C"

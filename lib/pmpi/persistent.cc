@@ -27,6 +27,7 @@
 // another thread.
 #include <cstdio>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -108,6 +109,19 @@ int start_active(const Persistent* p) {
 thread_local std::vector<MPI_Request> t_swapped;
 thread_local std::vector<int> t_ours;
 
+// Adds p as MPI's persistent request `request`. If there is no memory for it, frees MPI's
+// request and throws std::bad_alloc.
+void add(MPI_Request request, const Persistent& p) {
+  try {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_persistent[request] = p;  // (a handle MPI reuses replaces one freed behind our back)
+    count_them();
+  } catch (const std::bad_alloc&) {
+    PMPI_Request_free(&request);
+    throw;
+  }
+}
+
 }  // namespace
 
 void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf, size_t count,
@@ -120,9 +134,7 @@ void add_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvb
   p.dtype = dtype;
   p.op = op;
   p.comm = comm;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_persistent[request] = p;  // (a handle MPI reuses replaces one freed behind our back)
-  count_them();
+  add(request, p);
 }
 
 void add_copied_persistent(MPI_Request request, Fn fn, const void* sendbuf, void* recvbuf,
@@ -135,9 +147,7 @@ void add_copied_persistent(MPI_Request request, Fn fn, const void* sendbuf, void
   p.made_send = copies->send();
   p.made_recv = copies->recv();
   p.copies = std::move(copies);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_persistent[request] = p;
-  count_them();
+  add(request, p);
 }
 
 int start_persistent(MPI_Request* request) {
@@ -159,12 +169,13 @@ int start_persistent(MPI_Request* request) {
   }
   if (p->active()) return start_active(p);
   reap_orphans(false);
-  if (collx_iallreduce(p->sendbuf, p->recvbuf, p->count, p->dtype, p->op, comm, &p->running) !=
-      COLLX_SUCCESS) {
+  const collx_status_t st =
+      collx_iallreduce(p->sendbuf, p->recvbuf, p->count, p->dtype, p->op, comm, &p->running);
+  if (st != COLLX_SUCCESS) {
     p->running = nullptr;
     report_failure(p->fn, " (MPI_Start)");
-    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, mpi_error(st));
+    return mpi_error(st);
   }
   g_starts[kByLibcollx].fetch_add(1, std::memory_order_relaxed);
   return MPI_SUCCESS;
@@ -181,14 +192,14 @@ bool direct(const Persistent* p, collx_comm_t comm) {
 }
 
 // p's operation ended with `st`: inactive again, *status set, the ending counted as `how`; a
-// failure is said on stderr and is MPI_ERR_OTHER.
+// failure is said on stderr and is its MPI error (mpi_error).
 int finish(Persistent* p, collx_status_t st, Ending how, MPI_Status* status) {
   p->running = nullptr;
   g_endings[how].fetch_add(1, std::memory_order_relaxed);
   set_operation_status(status);
   if (st == COLLX_SUCCESS) return MPI_SUCCESS;
   report_failure(p->fn);
-  return MPI_ERR_OTHER;
+  return mpi_error(st);
 }
 
 void set_empty_status(MPI_Status* status) {  // (of MPI_REQUEST_NULL, as MPI gives it)
@@ -334,6 +345,10 @@ void persistent_comm_gone(collx_comm_t comm) {
 }
 
 void Swap::swap_in(bool inactive_as_null) {
+  // Room first: a throw below this (a request put behind a generalized one, which ended its
+  // operation) leaves the program's array as it was.
+  t_swapped.reserve(static_cast<size_t>(n_));
+  t_ours.reserve(static_cast<size_t>(n_));
   t_ours.clear();
   for (int i = 0; i < n_; ++i) {
     collx_comm_t comm = nullptr;

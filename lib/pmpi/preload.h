@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <new>
 
 #include "collx/collx.h"
 #include "memory/host_mirror.h"
@@ -60,6 +61,30 @@ inline void tally(std::atomic<long long>& c) {
 inline void count_call(Fn fn, Reason why) { tally(g_counts[fn].calls[why]); }
 // A served call of `fn` that failed: counted, and said on stderr (libcollx's message).
 void report_failure(Fn fn, const char* context = "");
+// The MPI error class of a libcollx error: MPI_ERR_NO_MEM for memory that ran out, else
+// MPI_ERR_OTHER.
+inline int mpi_error(collx_status_t st) {
+  return st == COLLX_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+}
+
+// Memory that runs out in the preload's own code is the call's error, not the process's end:
+// every intercepted function runs its body through guarded(), which turns an exception leaving
+// it into MPI's error (std::bad_alloc: MPI_ERR_NO_MEM, any other: MPI_ERR_INTERN), said on
+// stderr and passed to comm's error handler (fatal by default, as MPI's own). A request
+// argument, if any, becomes MPI_REQUEST_NULL. Where the preload throws after it started
+// something (an operation posted, MPI's request made), it ends or frees that first: an error
+// leaves no operation running. MPI's callbacks into the preload (generalized requests,
+// attribute deletion) allocate nothing.
+int exception_error(const char* fn, MPI_Comm comm);  // (in a catch block)
+template <typename Body>
+int guarded(const char* fn, MPI_Comm comm, MPI_Request* request, Body&& body) {
+  try {
+    return body();
+  } catch (...) {
+    if (request != nullptr) *request = MPI_REQUEST_NULL;
+    return exception_error(fn, comm);
+  }
+}
 // At MPI_Finalize, collective over MPI_COMM_WORLD: rank 0 prints the sums.
 void print_statistics();
 

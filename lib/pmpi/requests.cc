@@ -11,8 +11,9 @@
 // collx_mpi.cc intercepts both and calls advance_if_ours first.
 #include <cstdio>
 #include <mutex>
+#include <new>
 #include <unordered_map>
-#include <vector>
+#include <utility>
 
 #include "pmpi/preload.h"
 
@@ -31,7 +32,32 @@ struct Pending {
   int error = MPI_SUCCESS;             // what MPI's completion call reports
   Fn fn = kIallreduce;                 // which function posted it (for the statistics)
   bool served = true;                  // a collx operation, not a copied one
+  Pending* next_orphan = nullptr;      // in Orphans
   bool ended() const { return request == nullptr && copies == nullptr; }
+};
+
+// The operations whose request the program freed, oldest first: a list through the operations
+// themselves, so that MPI's free_fn callback allocates nothing (it may not throw).
+struct Orphans {
+  Pending* head = nullptr;
+  Pending* tail = nullptr;
+  bool empty() const { return head == nullptr; }
+  void push(Pending* p) {
+    p->next_orphan = nullptr;
+    (tail != nullptr ? tail->next_orphan : head) = p;
+    tail = p;
+  }
+  Pending* pop() {  // the oldest, or null
+    Pending* p = head;
+    if (p != nullptr && (head = p->next_orphan) == nullptr) tail = nullptr;
+    return p;
+  }
+  void put_before(Orphans* later) {  // later's operations after these, later emptied
+    if (later->empty()) return;
+    (tail != nullptr ? tail->next_orphan : head) = later->head;
+    tail = later->tail;
+    *later = Orphans();
+  }
 };
 
 // Operations of ours not completed yet: by generalized request (for MPI_Wait), and those
@@ -40,7 +66,7 @@ struct Pending {
 struct Requests {
   std::mutex mutex;
   std::unordered_map<MPI_Request, Pending*> pending;
-  std::vector<Pending*> orphans;
+  Orphans orphans;
   std::atomic<int> pending_count{0};     // pending.size(): MPI_Wait's check without the lock
   std::atomic<bool> any_orphans{false};  // !orphans.empty(): MPI_Iallreduce's, likewise
 };
@@ -64,7 +90,7 @@ bool advance(Pending* p, bool wait, const char* context = "") {
     if (st == COLLX_IN_PROGRESS) return false;
     if (st != COLLX_SUCCESS) {
       report_failure(p->fn, context);
-      p->error = MPI_ERR_OTHER;
+      p->error = mpi_error(st);
     }
     return true;
   }
@@ -113,7 +139,7 @@ int free_fn(void* state) {
   // for MPI_Grequest_complete), so it is never completed, and nothing polls the operation.
   std::lock_guard<std::mutex> lock(g_requests.mutex);
   forget(p);
-  g_requests.orphans.push_back(p);
+  g_requests.orphans.push(p);
   g_requests.any_orphans.store(true, std::memory_order_relaxed);
   return MPI_SUCCESS;
 }
@@ -135,9 +161,17 @@ int wait_fn(int count, void** states, double, MPI_Status*) {
   return MPI_SUCCESS;
 }
 
-// Puts p behind a new generalized request in *request (or, if MPI has none left, ends its
-// operation and returns MPI's error).
-int start(Pending* p, MPI_Request* request) {
+// Puts the operation of `made` behind a new generalized request in *request. If there is no
+// memory for it, ends the operation and throws std::bad_alloc; if MPI has no request left,
+// ends the operation and returns MPI's error.
+int start(Pending&& made, MPI_Request* request) {
+  Pending* p = nullptr;
+  try {
+    p = new Pending(std::move(made));  // (made is untouched if this throws)
+  } catch (const std::bad_alloc&) {
+    advance(&made, true);
+    throw;
+  }
   const int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, p, &p->mpi);
   if (rc != MPI_SUCCESS) {
     advance(p, true);
@@ -147,7 +181,12 @@ int start(Pending* p, MPI_Request* request) {
   }
   {
     std::lock_guard<std::mutex> lock(g_requests.mutex);
-    g_requests.pending.emplace(p->mpi, p);
+    try {
+      g_requests.pending.emplace(p->mpi, p);
+    } catch (const std::bad_alloc&) {
+      // Not in the table, the request still works: MPI_Wait then finds it complete by
+      // polling (poll_fn) rather than by collx_wait first.
+    }
     g_requests.pending_count.store(static_cast<int>(g_requests.pending.size()),
                                    std::memory_order_relaxed);
   }
@@ -166,20 +205,20 @@ void set_operation_status(MPI_Status* status) {
 }
 
 int start_request(Fn fn, collx_request_t op, MPI_Request* request) {
-  auto* p = new Pending();
-  p->fn = fn;
-  p->request = op;
-  return start(p, request);
+  Pending p;
+  p.fn = fn;
+  p.request = op;
+  return start(std::move(p), request);
 }
 
 int start_copied_request(Fn fn, MPI_Request inner, std::shared_ptr<collx::HostCopies> copies,
                          MPI_Request* request) {
-  auto* p = new Pending();
-  p->fn = fn;
-  p->served = false;
-  p->inner = inner;
-  p->copies = std::move(copies);
-  return start(p, request);
+  Pending p;
+  p.fn = fn;
+  p.served = false;
+  p.inner = inner;
+  p.copies = std::move(copies);
+  return start(std::move(p), request);
 }
 
 void advance_if_ours(const MPI_Request* request, bool wait) {
@@ -197,16 +236,16 @@ void advance_if_ours(const MPI_Request* request, bool wait) {
 
 void reap_orphans(bool wait) {
   if (!wait && !g_requests.any_orphans.load(std::memory_order_relaxed)) return;
-  std::vector<Pending*> mine;
+  Orphans mine;
   {
     std::lock_guard<std::mutex> lock(g_requests.mutex);
-    mine.swap(g_requests.orphans);
+    std::swap(mine, g_requests.orphans);
     g_requests.any_orphans.store(false, std::memory_order_relaxed);
   }
-  std::vector<Pending*> left;
-  for (Pending* p : mine) {
+  Orphans left;
+  while (Pending* p = mine.pop()) {
     if (!advance(p, wait, " (request freed)")) {
-      left.push_back(p);
+      left.push(p);
       continue;
     }
     if (p->served) g_endings[kByOrphan].fetch_add(1, std::memory_order_relaxed);
@@ -214,7 +253,8 @@ void reap_orphans(bool wait) {
   }
   if (left.empty()) return;
   std::lock_guard<std::mutex> lock(g_requests.mutex);
-  g_requests.orphans.insert(g_requests.orphans.end(), left.begin(), left.end());
+  left.put_before(&g_requests.orphans);  // (those freed meanwhile are younger)
+  std::swap(left, g_requests.orphans);
   g_requests.any_orphans.store(true, std::memory_order_relaxed);
 }
 

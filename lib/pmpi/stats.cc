@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <iterator>
 
 #include "pmpi/preload.h"
@@ -29,8 +30,7 @@ void print_counts(const char* fn, const long long* total) {
   std::fprintf(stderr, "libcollx_mpi: %s calls (all ranks): %lld served, %lld passed through\n",
                fn, total[kServed], passed);
   if (total[kReasonCount] > 0) {
-    std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed (MPI_ERR_OTHER)\n",
-                 total[kReasonCount]);
+    std::fprintf(stderr, "libcollx_mpi:   %lld of the served calls failed\n", total[kReasonCount]);
   }
   for (int i = 1; i < kReasonCount; ++i) {
     if (total[i] > 0) {
@@ -56,6 +56,23 @@ void report_failure(Fn fn, const char* context) {
   if (persistent && context[0] == '\0') context = " operation (started by MPI_Start)";
   std::fprintf(stderr, "libcollx_mpi: %s%s failed: %s\n", kFnNames[fn], context,
                collx_last_error());
+}
+
+int exception_error(const char* fn, MPI_Comm comm) {
+  int rc = MPI_ERR_INTERN;
+  const char* what = "internal error";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    rc = MPI_ERR_NO_MEM;
+    what = "out of memory";
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "libcollx_mpi: %s: %s\n", fn, what);
+  PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
 }
 
 void print_statistics() {

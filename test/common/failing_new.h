@@ -1,0 +1,51 @@
+// The program's own operator new, which fails the k-th allocation counted: the out-of-memory
+// tests (oom_test.cc, pmpi_oom_test.cc). libcollx and its preload allocate only through it;
+// UCX, hwloc and MPI are C and allocate through malloc, which is left alone. An allocation is
+// counted while g_inside is set; g_left allocations go through, the next one throws
+// std::bad_alloc (g_left < 0: none does). g_live counts the allocations not freed yet (a leak
+// check). Include it in one file of a program only: it defines the replaceable operators.
+// Not for sanitizer builds (their runtimes own operator new) nor valgrind (which replaces it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace collx::test {
+
+inline std::atomic<bool> g_inside{false};  // allocations are counted (and may fail)
+inline std::atomic<long> g_left{-1};       // counted allocations to let through; < 0: all
+inline std::atomic<long> g_seen{0};        // allocations counted
+inline std::atomic<long> g_live{0};        // allocations not freed yet
+
+inline void* allocate(size_t n, size_t align) {
+  if (g_inside.load(std::memory_order_relaxed)) {
+    g_seen.fetch_add(1, std::memory_order_relaxed);
+    if (g_left.fetch_sub(1, std::memory_order_relaxed) == 0) throw std::bad_alloc();
+  }
+  if (n == 0) n = 1;
+  void* p = align <= alignof(std::max_align_t)
+                ? std::malloc(n)
+                : std::aligned_alloc(align, (n + align - 1) / align * align);
+  if (p == nullptr) throw std::bad_alloc();
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+inline void release(void* p) {
+  if (p != nullptr) g_live.fetch_sub(1, std::memory_order_relaxed);
+  std::free(p);
+}
+
+}  // namespace collx::test
+
+// The replaceable forms that libstdc++'s others (nothrow, array) call.
+void* operator new(size_t n) { return collx::test::allocate(n, 0); }
+void* operator new(size_t n, std::align_val_t a) {
+  return collx::test::allocate(n, static_cast<size_t>(a));
+}
+void operator delete(void* p) noexcept { collx::test::release(p); }
+void operator delete(void* p, size_t) noexcept { collx::test::release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { collx::test::release(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { collx::test::release(p); }
