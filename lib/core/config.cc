@@ -58,7 +58,8 @@ const ConfigRow kRows[] = {
      "of the node)."},
     {"COLLX_MPI", "bool", "1",
      "Under LD_PRELOAD=libcollx_mpi.so: 0 turns interception off entirely (every "
-     "MPI_Allreduce, MPI_Iallreduce and their large-count _c twins goes to the MPI library)."},
+     "MPI_Allreduce, MPI_Iallreduce and their large-count _c twins goes to the MPI "
+     "library); 0 in one process turns it off in all (they agree in MPI_Init)."},
     {"COLLX_NODE", "name", "",
      "Node identity override: ranks with the same value are treated as sharing a node (default: "
      "the hostname and the kernel's boot id)."},

@@ -63,38 +63,67 @@ struct State {
 };
 State g;
 
-// Reads the configuration and starts libcollx (once, with MPI initialised). In every case it
-// sets an attribute on MPI_COMM_SELF whose delete callback, finish(), runs at the start of
-// MPI_Finalize, MPI still working (MPI's hook for libraries: it runs however the program
-// finalises, even through a binding that calls PMPI_Finalize directly).
+// Reads the configuration into *config and starts libcollx: whether interception can be on
+// in this process (if not, g.off_reason says why, and a reason for it was said on stderr).
+bool start_libcollx(collx::Config* config, int rank) {
+  collx::Status st;
+  try {
+    st = collx::load_config(config);
+  } catch (const std::bad_alloc&) {  // (this process's alone: said by it)
+    std::fprintf(stderr, "libcollx_mpi: interception off: out of memory reading the settings\n");
+    return false;
+  }
+  g.verbose = st.ok() && config->mpi_verbose;
+  if (st.ok() && !config->mpi) {
+    g.off_reason = kDisabled;
+    return false;
+  }
+  if (!st.ok()) {  // (the same settings everywhere, as a rule: said once)
+    if (rank == 0) {
+      std::fprintf(stderr, "libcollx_mpi: interception off: %s\n", st.message().c_str());
+    }
+    return false;
+  }
+  if (collx_init() != COLLX_SUCCESS) {  // (this process's: said by it)
+    std::fprintf(stderr, "libcollx_mpi: interception off: %s\n", collx_last_error());
+    return false;
+  }
+  return true;
+}
+
+// Starts the preload (once, with MPI initialised). In every case it sets an attribute on
+// MPI_COMM_SELF whose delete callback, finish(), runs at the start of MPI_Finalize, MPI still
+// working (MPI's hook for libraries: it runs however the program finalises, even through a
+// binding that calls PMPI_Finalize directly). `from_init`: called by MPI_Init or
+// MPI_Init_thread, which every process of MPI_COMM_WORLD calls: then the processes agree, and
+// interception is on in all of them or in none. On in some and off in others, their
+// collectives would pair wrongly (a served call's bootstrap against MPI's own allreduce): one
+// process's libcollx that ran out of memory, or COLLX_MPI=0 in one process's environment.
 int finish(MPI_Comm, int, void*, void*);
-void start(int provided) {
+void start(int provided, bool from_init) {
   int self_keyval = MPI_KEYVAL_INVALID;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish, &self_keyval, nullptr);
   PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, nullptr);
-  collx::Config config;
-  collx::Status st;
-  try {
-    st = collx::load_config(&config);
-  } catch (const std::bad_alloc&) {  // (then every rank says so: it may be this one's alone)
-    std::fprintf(stderr, "libcollx_mpi: interception off: out of memory reading the settings\n");
-    return;
-  }
-  g.verbose = st.ok() && config.mpi_verbose;
   g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
-  if (st.ok() && !config.mpi) {
-    g.off_reason = kDisabled;
-    return;
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  collx::Config config;
+  const bool on = start_libcollx(&config, rank);
+  // (The statistics too are printed by every process or none: a reduction at MPI_Finalize.)
+  int mine[2] = {on ? 1 : 0, g.verbose ? 1 : 0}, all[2] = {mine[0], mine[1]};
+  if (from_init && PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    all[0] = all[1] = 0;
   }
-  if (!st.ok() || collx_init() != COLLX_SUCCESS) {
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  g.verbose = all[1] != 0;
+  if (on && all[0] == 0) {
+    collx_finalize();
     if (rank == 0) {
-      std::fprintf(stderr, "libcollx_mpi: interception off: %s\n",
-                   st.ok() ? collx_last_error() : st.message().c_str());
+      std::fprintf(stderr,
+                   "libcollx_mpi: interception off: it is off in another process (COLLX_MPI=0, "
+                   "a malformed COLLX_* setting, or libcollx could not start there)\n");
     }
-    return;
   }
+  if (all[0] == 0) return;
   start_comms();
   load_types();
   set_host_copies(config.mpi_host_copies ? kAllBuffers : kDeviceBuffers);
@@ -106,16 +135,16 @@ void start(int provided) {
 std::once_flag g_start_once;
 std::atomic<bool> g_started{false};
 
-void ensure_started() {
+void ensure_started(bool from_init = false) {
   if (g_started.load(std::memory_order_acquire)) return;
   int initialized = 0, finalized = 0;
   PMPI_Initialized(&initialized);
   PMPI_Finalized(&finalized);
   if (!initialized || finalized) return;  // (an erroneous call: MPI's own error follows)
-  std::call_once(g_start_once, [] {
+  std::call_once(g_start_once, [from_init] {
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
-    start(provided);
+    start(provided, from_init);
     g_started.store(true, std::memory_order_release);
   });
 }
@@ -281,14 +310,14 @@ extern "C" {
 
 __attribute__((visibility("default"))) int MPI_Init(int* argc, char*** argv) {
   const int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) ensure_started();
+  if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
 __attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** argv, int required,
                                                            int* provided) {
   const int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) ensure_started();
+  if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
