@@ -252,11 +252,15 @@ collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t
     Comm* c = nullptr;
     Status st = Comm::create(*params, &c);
     if (st.ok()) {
-      std::lock_guard<std::mutex> g(g_comms_mu);
       try {
+        std::lock_guard<std::mutex> g(g_comms_mu);
         live_comms().insert(c);
-      } catch (...) {  // no memory to register it: the call fails, and frees what it made
+      } catch (...) {
+        // No memory to register it: the call fails and frees what it made, without the
+        // shutdown's barrier, which the peers (their creation done) would not join: until
+        // the deadline, holding nothing (before, the registry's lock was held meanwhile).
         st = collx::exception_status("collx_comm_create");
+        c->fail(st);
         (void)close_comm(c, "collx_comm_create");
         return report(st);
       }

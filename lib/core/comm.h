@@ -201,8 +201,13 @@ class Comm {
   // the tests.
   uint64_t said_started() const;
   // Collective, before destruction: waits for posted operations, then for every rank, so
-  // that closing the endpoints needs nothing more from any peer.
+  // that closing the endpoints needs nothing more from any peer. On a failed communicator,
+  // only the first: no rank is waited for.
   Status shutdown();
+  // The communicator is unusable from now on: later calls are COLLX_ERR_COMM_FAILED, and its
+  // shutdown waits for no rank (a creation that fails in this rank alone after the peers'
+  // succeeded: they see a rank that left at their first collective).
+  void fail(const Status& st);
 
  private:
   // create(params, out)'s body; `rounds` says how far the bootstrap got, for the failure
@@ -233,7 +238,6 @@ class Comm {
   Status run_barrier();
   Status usable() const;  // COLLX_ERR_COMM_FAILED once fail() was called
   Status agree(const AllreduceOp& op, uint32_t seq);
-  void fail(const Status& st);  // the communicator is unusable from now on
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
