@@ -48,14 +48,14 @@ const char* status_name(collx_status_t status) {
 Status error(collx_status_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char buf[512];
-  const int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
+  Status st;
   try {
-    return Status(code, n < 0 ? std::string(fmt) : std::string(buf));
+    st = Status(code, vformat(fmt, ap));
   } catch (...) {  // no memory for the message: the code alone (report names it)
-    return Status(code, std::string());
+    st = Status(code, std::string());
   }
+  va_end(ap);
+  return st;
 }
 
 Status exception_status(const char* where) {
