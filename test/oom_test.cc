@@ -16,7 +16,9 @@
 //                      iallreduce runs on the communicator's thread), COLLX_TIMEOUT=0.3 so
 //                      that rank 1 learns soon that rank 0 left a collective; both ranks end
 //                      normally (not by a signal) within 30 s, having joined the same
-//                      allgather rounds. Then again with the ranks on two pretended nodes.
+//                      allgather rounds. Then again with the ranks on two pretended nodes,
+//                      and on one node with 4 allocations failing in a row from the k-th (a
+//                      failure while another is handled: OOM_RUN=n, with OOM_K, that alone).
 // Only allocations made while the test is inside a libcollx call count (the test's own never
 // fail); the communicator's thread's count too while the test waits for it. UCX and MPI
 // allocate through malloc: not failed here. Prints "N passed, N failed" (OOM_VERBOSE=1: every
@@ -171,10 +173,10 @@ bool one_rank_at(long k) {
   run.fail_at = k;
   run.where = "k=" + std::to_string(k);
   g_seen = 0;
-  g_left = k;
+  fail_from(k);
   sequence(run, 1, nullptr);
   const bool reached = g_seen.load() > k;
-  g_left = -1;
+  fail_none();
   for (const std::string& f : run.failures) expect(false, run.where + ": " + f);
   expect(run.failures.empty(), run.where + ": the run's rules");
   Run clean;
@@ -211,11 +213,13 @@ void one_rank() {
 // pretended node of its own (UCX alone, announcements between the ranks). Exit status: 0 if
 // the rules held and the allocation was reached, 3 if the run reached no k-th allocation, 1 if
 // a rule broke.
-void two_ranks(bool two_nodes) {
-  const char* setting = two_nodes ? "two ranks on two pretended nodes" : "two ranks";
+void two_ranks(bool two_nodes, long in_a_row) {
+  const std::string setting = std::string(two_nodes ? "two ranks on two pretended nodes"
+                                                     : "two ranks") +
+                              (in_a_row > 1 ? ", " + std::to_string(in_a_row) + " in a row" : "");
   const char* only = std::getenv("OOM_K");  // one k alone (to look into a failure)
   for (long k = only != nullptr ? std::atol(only) : 0;; ++k) {
-    const std::vector<int> rcs = fork_ranks(2, [k, two_nodes](Board* b, int rank) {
+    const std::vector<int> rcs = fork_ranks(2, [k, two_nodes, in_a_row](Board* b, int rank) {
       alarm(30);  // a hang ends as SIGALRM, which the parent reports
       if (two_nodes) setenv("COLLX_NODE", rank == 0 ? "node-a" : "node-b", 1);
       Group g{b, rank, 2};
@@ -225,7 +229,7 @@ void two_ranks(bool two_nodes) {
       run.fail_at = rank == 0 ? k : -1;
       run.where = "rank " + std::to_string(rank) + ", k=" + std::to_string(k);
       g_seen = 0;
-      g_left = run.fail_at;
+      fail_from(run.fail_at, in_a_row);
       sequence(run, 2, &g);
       for (const std::string& f : run.failures) {
         std::printf("FAILED rank %d, k=%ld: %s\n", rank, k, f.c_str());
@@ -235,7 +239,7 @@ void two_ranks(bool two_nodes) {
     });
     expect(rcs.size() == 2, "two ranks forked");
     if (rcs.size() != 2) return;
-    const std::string where = std::string(setting) + ", k=" + std::to_string(k);
+    const std::string where = setting + ", k=" + std::to_string(k);
     expect(rcs[0] == 0 || rcs[0] == 3, where + ": rank 0 ended normally with its rules held (" +
                                            std::to_string(rcs[0]) + ")");
     expect(rcs[1] == 0, where + ": rank 1 ended normally with its rules held (" +
@@ -243,7 +247,7 @@ void two_ranks(bool two_nodes) {
     if (only != nullptr) return;
     if (rcs[0] != 0) {
       std::printf("%s: %ld allocations of rank 0 inside libcollx calls, each failed in turn\n",
-                  setting, k);
+                  setting.c_str(), k);
       expect(k > 10, "rank 0 allocates");
       return;
     }
@@ -266,8 +270,12 @@ int main(int argc, char** argv) {
     if (std::freopen("/dev/null", "w", stderr) == nullptr) return 2;
   }
   if (ranks) {
-    two_ranks(false);
-    two_ranks(true);
+    const char* run = std::getenv("OOM_RUN");  // (with OOM_K: that run alone)
+    if (run == nullptr) {
+      two_ranks(false, 1);
+      two_ranks(true, 1);
+    }
+    two_ranks(false, run != nullptr ? std::atol(run) : 4);  // (an allocation that fails while the failure of another is handled)
   } else {
     one_rank();
   }

@@ -94,7 +94,7 @@ float g_in[kBig], g_want[kBig], g_orphan_in[5], g_orphan_out[5];
 // The child's program (every allocation counted, the k-th failing).
 Outcome child() {
   alarm(30);  // (the default action ends the process: a hang is a signal)
-  g_left.store(g_k);
+  fail_from(g_k);
   g_inside.store(true);
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
     bad("MPI_Init");

@@ -2,6 +2,7 @@
 // addresses), the UCX transport and its wireup, and on one node the shared-memory segment
 // with the settings every rank must share. Running collectives is in comm.cc
 // (blocking) and comm_async.cc (non-blocking).
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,22 +59,33 @@ namespace {
 
 // A failed creation releases the id it holds and joins the round its peers wait in, saying it
 // failed (round 1: its status in the header; round 2: kFlagFailed), so that they fail too.
+// Its buffers are mapped for it, not taken from the C++ heap, which may be what ran out (a
+// creation that found no memory, then none for this either, left its peers in their
+// allgather: found by oom_test with allocations failing in a row).
 void leave_rounds(const collx_comm_params_t& p, BootRounds& r, const Status& why) {
   if (r.holds_id) r.ctx->ids.release(r.id, r.owner);
   r.holds_id = false;
-  if (r.next == 1) {
-    BootHeader failed{};
-    failed.magic = kBootMagic;
-    failed.rank = p.rank;
-    failed.size = p.size;
-    failed.failed = why.code();
-    std::vector<BootHeader> all(static_cast<size_t>(p.size));
-    (void)oob_allgather(p, &failed, all.data(), sizeof failed, "communicator headers");
-  } else if (r.next == 2) {
-    std::vector<uint8_t> slot(r.slot_bytes, 0);
-    std::vector<uint8_t> slots(r.slot_bytes * static_cast<size_t>(p.size));
-    slot[0] = kFlagFailed;
-    (void)oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
+  const size_t slot = r.next == 1 ? sizeof(BootHeader) : r.slot_bytes;
+  const size_t bytes = slot * (static_cast<size_t>(p.size) + 1);  // the peers' slots, then ours
+  void* m = r.next == 0 ? MAP_FAILED
+                        : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m != MAP_FAILED) {  // (zeroed)
+    auto* all = static_cast<uint8_t*>(m);
+    uint8_t* mine = all + slot * static_cast<size_t>(p.size);
+    if (r.next == 1) {
+      BootHeader failed{};
+      failed.magic = kBootMagic;
+      failed.rank = p.rank;
+      failed.size = p.size;
+      failed.failed = why.code();
+      std::memcpy(mine, &failed, sizeof failed);
+      (void)oob_allgather(p, mine, all, slot, "communicator headers");
+    } else {
+      mine[0] = kFlagFailed;
+      (void)oob_allgather(p, mine, all, slot, "worker addresses");
+    }
+    munmap(m, bytes);
   }
   r.next = 0;
 }
@@ -112,10 +124,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
     return create(p, out, &rounds);
   } catch (...) {  // std::bad_alloc: what the creation made is freed on the way out
     const Status st = exception_status("collx_comm_create");
-    try {
-      leave_rounds(p, rounds, st);
-    } catch (...) {  // no memory to join the round: the peers' allgather is left waiting
-    }
+    leave_rounds(p, rounds, st);  // (allocates nothing)
     return st;
   }
 }

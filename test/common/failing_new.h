@@ -1,9 +1,10 @@
 // The program's own operator new, which fails the k-th allocation counted: the out-of-memory
 // tests (oom_test.cc, pmpi_oom_test.cc). libcollx and its preload allocate only through it;
 // UCX, hwloc and MPI are C and allocate through malloc, which is left alone. An allocation is
-// counted while g_inside is set; g_left allocations go through, the next one throws
-// std::bad_alloc (g_left < 0: none does). g_live counts the allocations not freed yet (a leak
-// check). Include it in one file of a program only: it defines the replaceable operators.
+// counted while g_inside is set; after fail_from(k, n), k allocations go through, the next n
+// throw std::bad_alloc, and the rest go through (fail_none(): none throws). g_live counts the
+// allocations not freed yet (a leak check). Include it in one file of a program only: it
+// defines the replaceable operators.
 // Not for sanitizer builds (their runtimes own operator new) nor valgrind (which replaces it).
 #pragma once
 
@@ -16,13 +17,28 @@ namespace collx::test {
 
 inline std::atomic<bool> g_inside{false};  // allocations are counted (and may fail)
 inline std::atomic<long> g_left{-1};       // counted allocations to let through; < 0: all
+inline std::atomic<long> g_run{1};         // then how many fail in a row
+inline std::atomic<long> g_run_left{0};    // of those, how many are still to fail
 inline std::atomic<long> g_seen{0};        // allocations counted
 inline std::atomic<long> g_live{0};        // allocations not freed yet
+
+inline void fail_from(long k, long n = 1) {
+  g_run_left = 0;
+  g_run = n;
+  g_left = k;
+}
+inline void fail_none() { fail_from(-1); }
 
 inline void* allocate(size_t n, size_t align) {
   if (g_inside.load(std::memory_order_relaxed)) {
     g_seen.fetch_add(1, std::memory_order_relaxed);
-    if (g_left.fetch_sub(1, std::memory_order_relaxed) == 0) throw std::bad_alloc();
+    if (g_left.fetch_sub(1, std::memory_order_relaxed) == 0) {
+      g_run_left = g_run.load() - 1;
+      throw std::bad_alloc();
+    }
+    if (g_run_left.load(std::memory_order_relaxed) > 0 && g_run_left.fetch_sub(1) > 0) {
+      throw std::bad_alloc();
+    }
   }
   if (n == 0) n = 1;
   void* p = align <= alignof(std::max_align_t)
