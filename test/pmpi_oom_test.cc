@@ -11,7 +11,9 @@
 // MPI_ERR_OTHER (libcollx's, on a communicator an earlier failure left unusable), the first
 // one MPI_ERR_NO_MEM; a request an erroneous call returns is MPI_REQUEST_NULL; MPI_Finalize
 // succeeds. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
-// Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k: k alone).
+// The same again with 4 allocations failing in a row from the k-th (a failure while another
+// is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
+// k alone, PMPI_OOM_RUN=n: n in a row).
 //   LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test
 #include <mpi.h>
 #include <signal.h>
@@ -33,6 +35,7 @@ enum Outcome { kClean = 0, kFailed = 1, kErrors = 2, kNotReached = 3 };
 
 bool g_verbose = false;
 long g_k = -1;
+long g_in_a_row = 1;  // allocations that fail in a row from the k-th
 int g_errors = 0;    // calls that returned an error
 bool g_bad = false;  // a check failed
 
@@ -94,7 +97,7 @@ float g_in[kBig], g_want[kBig], g_orphan_in[5], g_orphan_out[5];
 // The child's program (every allocation counted, the k-th failing).
 Outcome child() {
   alarm(30);  // (the default action ends the process: a hang is a signal)
-  fail_from(g_k);
+  fail_from(g_k, g_in_a_row);
   g_inside.store(true);
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
     bad("MPI_Init");
@@ -218,6 +221,7 @@ int main() {
   g_verbose = std::getenv("PMPI_OOM_VERBOSE") != nullptr;
   int passed = 0, failed = 0;
   if (const char* one = std::getenv("PMPI_OOM_K")) {
+    if (const char* n = std::getenv("PMPI_OOM_RUN")) g_in_a_row = std::atol(n);
     const Outcome o = run(std::atol(one));
     std::printf("k=%s: outcome %d\n", one, o);
     return o == kFailed ? 1 : 0;
@@ -226,22 +230,28 @@ int main() {
   const Outcome first = run(1L << 40);
   (first == kNotReached ? passed : failed)++;
   if (first != kNotReached) std::printf("FAILED the run without failures (outcome %d)\n", first);
-  long k = 0, with_errors = 0;
-  for (; k < 5000; ++k) {
-    const Outcome o = run(k);
-    if (o == kNotReached) break;
-    (o == kFailed ? failed : passed)++;
-    if (o == kErrors) ++with_errors;
+  // Each allocation failing in turn; then from each on, 4 in a row (a failure while another
+  // is handled).
+  for (const long in_a_row : {1L, 4L}) {
+    g_in_a_row = in_a_row;
+    long k = 0, with_errors = 0;
+    for (; k < 5000; ++k) {
+      const Outcome o = run(k);
+      if (o == kNotReached) break;
+      (o == kFailed ? failed : passed)++;
+      if (o == kErrors) ++with_errors;
+    }
+    if (k == 0) {
+      std::printf("FAILED no allocation was counted: is libcollx_mpi.so in LD_PRELOAD?\n");
+      ++failed;
+    }
+    if (with_errors == 0) {
+      std::printf("FAILED no run returned an error\n");
+      ++failed;
+    }
+    std::printf("%ld in a row: %ld allocations failed in turn, %ld runs returned errors\n",
+                in_a_row, k, with_errors);
   }
-  if (k == 0) {
-    std::printf("FAILED no allocation was counted: is libcollx_mpi.so in LD_PRELOAD?\n");
-    ++failed;
-  }
-  if (with_errors == 0) {
-    std::printf("FAILED no run returned an error\n");
-    ++failed;
-  }
-  std::printf("%ld allocations failed in turn, %ld runs returned errors\n", k, with_errors);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
