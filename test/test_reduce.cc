@@ -480,7 +480,7 @@ __attribute__((target("f16c"))) uint16_t hw_to_half(float f) {
 }  // namespace
 
 TEST_CASE("software float16 conversions give the same bits as F16C, NaNs included", "[kernel]") {
-  if (!__builtin_cpu_supports("f16c")) {
+  if (!cpu_has_f16c()) {
     WARN("no F16C on this CPU: hardware comparison skipped");
     return;
   }

@@ -341,8 +341,8 @@ class CudaDeviceIpc final : public DeviceIpc {
   DeviceUuid uuid_;
   bool mps_ = false;
   Buffer scratch_, chain_, area_;
-  size_t area_max_ = 0;
 #if COLLX_HAVE_CUDA
+  size_t area_max_ = 0;
   cuda::FlagsHost* host_ = nullptr;  // pinned: written by the one-kernel allreduce
 #endif
   void* user_done_ = nullptr;  // recorded on the caller's stream

@@ -1,5 +1,9 @@
 #include "reduce/reduce.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <type_traits>
 
 #include "reduce/dtype.h"
@@ -34,6 +38,27 @@ Reducer make(collx_op_t op, Simd simd) {
 
 }  // namespace
 
+// CPUID bits that clang 14's __builtin_cpu_supports does not name (F16C: leaf 1, ECX bit 29;
+// AVX512_BF16: leaf 7 subleaf 1, EAX bit 5). The OS's support of the vector state comes with
+// the AVX2 and AVX-512 checks beside them.
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__)
+namespace {
+bool cpu_has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
+}
+}  // namespace
+#endif
+
 Simd best_simd() {
 #if defined(__x86_64__)
   static const Simd best = __builtin_cpu_supports("avx512f") &&
@@ -41,7 +66,7 @@ Simd best_simd() {
                                    __builtin_cpu_supports("avx512dq") &&
                                    __builtin_cpu_supports("avx512vl")
                                ? Simd::kAvx512
-                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+                           : __builtin_cpu_supports("avx2") && cpu_has_f16c() &&
                                      __builtin_cpu_supports("fma")
                                ? Simd::kAvx2
                                : Simd::kScalar;
@@ -53,7 +78,7 @@ Simd best_simd() {
 
 bool has_avx512_bf16() {
 #if defined(__x86_64__)
-  static const bool has = best_simd() == Simd::kAvx512 && __builtin_cpu_supports("avx512bf16");
+  static const bool has = best_simd() == Simd::kAvx512 && cpu_has_avx512_bf16();
   return has;
 #else
   return false;

@@ -37,6 +37,7 @@ const char* simd_name(Simd simd);
 // Whether the AVX-512 level's bfloat16 kernels round with AVX-512 BF16's vcvtne2ps2bf16 (where
 // the CPU has it; the same bits as without).
 bool has_avx512_bf16();
+bool cpu_has_f16c();  // the CPU converts float16 (F16C; the AVX2 level needs it too)
 
 // avg at the vector levels, every float type: the quotient of the sum by the rank count without
 // a division (reciprocal and one FMA correction), up to this many ranks; vector.cc has the proof

@@ -29,10 +29,14 @@ inline void store(void* p, size_t i, T v) {
 // The loop of every kernel but float16's and bfloat16's vector ones. Always inlined: so that
 // vector.cc's kernels compile it with their instruction sets. ivdep: dst may equal a or b,
 // which is safe element by element; without it GCC would add an overlap check that fails for
-// in-place use and falls back to scalar code.
+// in-place use and falls back to scalar code (clang: assume_safety, the same promise).
 template <typename T, typename Op>
 [[gnu::always_inline]] inline void loop(void* dst, const void* a, const void* b, size_t n) {
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma GCC ivdep
+#endif
   for (size_t i = 0; i < n; ++i) store(dst, i, combine<Op>(load<T>(a, i), load<T>(b, i)));
 }
 

@@ -4,13 +4,15 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from a deliberately undefined vector, which its
 // -Wmaybe-uninitialized reports where they are inlined (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#elif defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 #include "reduce/half.h"
