@@ -10,7 +10,8 @@
 //                      and collx_finalize, with COLLX_PROFILE=1 (its report at destruction);
 //                      after each failing run the same run without failures must pass (the
 //                      library recovered), and as many allocations must be live as after a
-//                      first run (nothing the failure cut short leaked).
+//                      first run (nothing the failure cut short leaked); then again with 4
+//                      allocations failing in a row from the k-th.
 //   oom_test --ranks   two forked ranks over UCX and the node's shared memory, rank 0's k-th
 //                      allocation failing: the same calls, 3 and 2^18 elements (the 1 MiB
 //                      iallreduce runs on the communicator's thread), COLLX_TIMEOUT=0.3 so
@@ -166,14 +167,15 @@ void sequence(Run& run, int size, Group* g) {
   }
 }
 
-// One rank in this process, the k-th allocation failing: that run, then a run without
-// failures. Returns whether the k-th allocation was reached.
-bool one_rank_at(long k) {
+// One rank in this process, the k-th allocation failing (and the next in_a_row - 1): that
+// run, then a run without failures. Returns whether the k-th allocation was reached.
+bool one_rank_at(long k, long in_a_row) {
   Run run;
   run.fail_at = k;
-  run.where = "k=" + std::to_string(k);
+  run.where = "k=" + std::to_string(k) + (in_a_row > 1 ? ", " + std::to_string(in_a_row) +
+                                                              " in a row" : "");
   g_seen = 0;
-  fail_from(k);
+  fail_from(k, in_a_row);
   sequence(run, 1, nullptr);
   const bool reached = g_seen.load() > k;
   fail_none();
@@ -196,15 +198,18 @@ void one_rank() {
     expect(!first.any_error && first.failures.empty(), "a run without failures");
   }
   const long live = g_live.load();
-  for (long k = 0;; ++k) {
-    const bool reached = one_rank_at(k);
-    const long leaked = g_live.load() - live;
-    expect(leaked == 0, "k=" + std::to_string(k) + ": nothing leaked (" +
-                            std::to_string(leaked) + " allocations more)");
-    if (!reached) {
-      std::printf("one rank: %ld allocations inside libcollx calls, each failed in turn\n", k);
-      expect(k > 10, "the run allocates");
-      return;
+  for (const long in_a_row : {1L, 4L}) {  // (4: a failure while another is handled)
+    for (long k = 0;; ++k) {
+      const bool reached = one_rank_at(k, in_a_row);
+      const long leaked = g_live.load() - live;
+      expect(leaked == 0, "k=" + std::to_string(k) + ": nothing leaked (" +
+                              std::to_string(leaked) + " allocations more)");
+      if (!reached) {
+        std::printf("one rank, %ld in a row: %ld allocations inside libcollx calls, each "
+                    "failed in turn\n", in_a_row, k);
+        expect(k > 10, "the run allocates");
+        break;
+      }
     }
   }
 }
