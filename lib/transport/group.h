@@ -37,7 +37,7 @@ class GroupTransport final : public Transport {
   }
   Status test(Request& r) override { return parent_.test(r); }
   void progress() override { parent_.progress(); }
-  void cancel(const std::vector<Request*>& pending) override { parent_.cancel(pending); }
+  void cancel(std::vector<Request>& reqs) override { parent_.cancel(reqs); }
   Status peer_failure(const Request& r) const override { return parent_.peer_failure(r); }
   int dead_peer(int prefer, std::string* why) const override {
     const bool member = prefer >= 0 && prefer < size();

@@ -119,9 +119,11 @@ Status InprocTransport::test(Request& r) {
   return Status();
 }
 
-void InprocTransport::cancel(const std::vector<Request*>& pending) {
+void InprocTransport::cancel(std::vector<Request>& reqs) {
   InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
-  for (Request* r : pending) {
+  for (Request& req : reqs) {
+    if (req.done || req.impl == nullptr) continue;
+    Request* r = &req;
     auto* m = static_cast<std::shared_ptr<InprocFabric::Message>*>(r->impl);
     {
       std::lock_guard<std::mutex> g(box.mu);

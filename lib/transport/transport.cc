@@ -40,13 +40,7 @@ void Transport::begin_nested(const Transport& outer) {
 }
 
 Status Transport::end_op(Status st) {
-  if (!st.ok()) {
-    std::vector<Request*> pending;
-    for (Request& r : requests_) {
-      if (!r.done && r.impl != nullptr) pending.push_back(&r);
-    }
-    if (!pending.empty()) cancel(pending);
-  }
+  if (!st.ok()) cancel(requests_);
   requests_.clear();
   return st;
 }

@@ -125,8 +125,10 @@ class Transport {
   // Completion check; sets r.done (and frees r.impl) when complete. Errors name the peer/step.
   virtual Status test(Request& r) = 0;
   virtual void progress() = 0;
-  // Best-effort cancel of pending requests, bounded in time; leaves each impl null and done.
-  virtual void cancel(const std::vector<Request*>& pending) = 0;
+  // Best-effort cancel of the pending requests among `reqs` (not done, impl set), bounded in
+  // time; leaves each impl null and done. Allocates nothing: it runs after an exception that
+  // may have been for want of memory.
+  virtual void cancel(std::vector<Request>& reqs) = 0;
   // An error naming the request if its peer is known to have failed (checked while waiting).
   virtual Status peer_failure(const Request&) const { return Status(); }
   // A peer known to have failed (`prefer` if it has), with the cause; -1 if none.

@@ -340,38 +340,49 @@ void UcxTransport::progress() {
   if (unsent_) send_announcements();
 }
 
-void UcxTransport::cancel(const std::vector<Request*>& pending) {
-  std::vector<void*> receives;
+void UcxTransport::cancel(std::vector<Request>& reqs) {
+  // A pending request's UCX receive, which could still write into memory (a one-copy
+  // transfer's: the rts receive of the receiving side, the ack receive of the sending side),
+  // and its send, which only reads. The receives are cancelled and waited for where they are,
+  // in the requests: nothing is allocated here.
+  auto slot = [](Request& r, bool receive) -> void** {
+    if (r.done || r.impl == nullptr) return nullptr;
+    if (!r.one_copy) return r.is_recv == receive ? &r.impl : nullptr;
+    auto& op = *static_cast<CmaOp*>(r.impl);
+    return r.is_recv == receive ? &op.ctrl : &op.ack_req;
+  };
   {
     LockGuard g(worker_);
-    // A receive is cancelled and waited for (it could still write into its buffer); a send
-    // only reads, and UCX releases it when it completes or when the endpoint is closed.
-    auto drop = [&](void* req, bool is_recv) {
-      if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
-      if (is_recv) {
-        ucp_request_cancel(worker_.worker(), req);
-        receives.push_back(req);
-      } else {
-        ucp_request_free(req);
+    for (Request& r : reqs) {
+      // A send is freed: UCX releases it when it completes or when the endpoint is closed.
+      void** send = slot(r, false);
+      if (send != nullptr && *send != nullptr && !UCS_PTR_IS_ERR(*send)) ucp_request_free(*send);
+      if (send != nullptr) *send = nullptr;
+      if (send == &r.impl) {  // (a plain send: nothing more)
+        r.done = true;
+        continue;
       }
-    };
-    for (Request* r : pending) {
-      if (r->one_copy) {
-        auto& op = *static_cast<CmaOp*>(r->impl);
-        drop(op.ctrl, r->is_recv);
-        drop(op.ack_req, !r->is_recv);
-        op.ctrl = op.ack_req = nullptr;
-      } else {
-        drop(r->impl, r->is_recv);
-      }
-      r->impl = nullptr;
-      r->done = true;
+      void** recv = slot(r, true);
+      if (recv == nullptr) continue;
+      if (UCS_PTR_IS_ERR(*recv)) *recv = nullptr;
+      if (*recv != nullptr) ucp_request_cancel(worker_.worker(), *recv);
     }
   }
   // Cancelled receives complete at once; a matched rendezvous receive may not be cancellable,
   // so all of them together get one second to finish before they are dropped.
   ucs_status_t ignored;
-  worker_.complete_all(receives, 1.0, &ignored);
+  worker_.complete_each(
+      [&](auto f) {
+        for (Request& r : reqs) {
+          if (void** recv = slot(r, true)) f(*recv);
+        }
+      },
+      1.0, &ignored);
+  for (Request& r : reqs) {
+    if (r.done || r.impl == nullptr) continue;
+    r.impl = nullptr;
+    r.done = true;
+  }
 }
 
 }  // namespace collx

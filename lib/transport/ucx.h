@@ -81,6 +81,10 @@ class UcxWorker {
   // frees them; past `seconds`, cancels and frees the rest. Returns false on timeout; sets
   // *failure to the last error status a request completed with.
   bool complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure);
+  // The same over the requests `each` visits (each(f) calls f(void*& request) for every one),
+  // for requests kept elsewhere: allocates nothing.
+  template <typename Each>
+  bool complete_each(Each each, double seconds, ucs_status_t* failure);
 
   // The watch of a peer process (`pid` on this node, else 0), created on first use; watches
   // live as long as the worker. Call under the lock.
@@ -135,6 +139,49 @@ struct LockGuard {
   UcxWorker& w_;
 };
 
+template <typename F>
+bool UcxWorker::progress_until(F done, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
+  for (;;) {
+    {
+      LockGuard g(*this);
+      if (done()) return true;
+      ucp_worker_progress(worker_);
+    }
+    if (Clock::now() > deadline) return false;
+    sched_yield();
+  }
+}
+
+template <typename Each>
+bool UcxWorker::complete_each(Each each, double seconds, ucs_status_t* failure) {
+  auto all_done = [&] {
+    bool done = true;
+    each([&](void*& req) {
+      if (req == nullptr) return;
+      const ucs_status_t s = ucp_request_check_status(req);
+      if (s == UCS_INPROGRESS) {
+        done = false;
+        return;
+      }
+      if (s != UCS_OK) *failure = s;
+      ucp_request_free(req);
+      req = nullptr;
+    });
+    return done;
+  };
+  if (progress_until(all_done, seconds)) return true;
+  LockGuard g(*this);
+  each([&](void*& req) {
+    if (req == nullptr) return;
+    ucp_request_cancel(worker_, req);
+    ucp_request_free(req);
+    req = nullptr;
+  });
+  return false;
+}
+
 // Within a node, messages of at least `cma_min` bytes are copied once by the receiver with
 // process_vm_readv from the sender's buffer, after a small rendezvous message over UCX
 // (address and length, checked before use) and before an acknowledgement back. libcollx does
@@ -170,7 +217,7 @@ class UcxTransport final : public Transport {
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
   void progress() override;
-  void cancel(const std::vector<Request*>& pending) override;
+  void cancel(std::vector<Request>& reqs) override;
   Status peer_failure(const Request& r) const override;
   int dead_peer(int prefer, std::string* why) const override;
   void reset_op() override { cma_used_ = 0; }
