@@ -275,12 +275,13 @@ int main(int argc, char** argv) {
     if (std::freopen("/dev/null", "w", stderr) == nullptr) return 2;
   }
   if (ranks) {
+    // The third: an allocation that fails while the failure of another is handled.
     const char* run = std::getenv("OOM_RUN");  // (with OOM_K: that run alone)
     if (run == nullptr) {
       two_ranks(false, 1);
       two_ranks(true, 1);
     }
-    two_ranks(false, run != nullptr ? std::atol(run) : 4);  // (an allocation that fails while the failure of another is handled)
+    two_ranks(false, run != nullptr ? std::atol(run) : 4);
   } else {
     one_rank();
   }
