@@ -6,9 +6,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <exception>
 #include <iterator>
 
+#include "api/status.h"
 #include "pmpi/preload.h"
 
 namespace collx_mpi {
@@ -59,18 +59,15 @@ void report_failure(Fn fn, const char* context) {
 }
 
 int exception_error(const char* fn, MPI_Comm comm) {
-  int rc = MPI_ERR_INTERN;
-  const char* what = "internal error";
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    rc = MPI_ERR_NO_MEM;
-    what = "out of memory";
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
+  // libcollx's own reading of the exception ("MPI_Iallreduce: out of memory"; a message that
+  // finds no memory is left empty, the code kept).
+  const collx::Status st = collx::exception_status(fn);
+  const int rc = st.code() == COLLX_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_INTERN;
+  if (st.message().empty()) {
+    std::fprintf(stderr, "libcollx_mpi: %s: %s\n", fn, collx::status_name(st.code()));
+  } else {
+    std::fprintf(stderr, "libcollx_mpi: %s\n", st.message().c_str());
   }
-  std::fprintf(stderr, "libcollx_mpi: %s: %s\n", fn, what);
   PMPI_Comm_call_errhandler(comm, rc);
   return rc;
 }
