@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -118,6 +119,17 @@ void sequence(Run& run, int size, Group* g) {
   params.allgather_ctx = g;
   collx_comm_t comm = nullptr;
   run.call("collx_comm_create", inside([&] { return collx_comm_create(&params, &comm); }));
+  if (g != nullptr) {
+    // Every rank made the communicator or none did (a creation that fails in one rank alone
+    // after the bootstrap fails in all: Comm::confirm).
+    const uint8_t made = comm != nullptr ? 1 : 0;
+    std::vector<uint8_t> all(static_cast<size_t>(size));
+    if (board_allgather(&made, all.data(), 1, g) != 0) {
+      run.failures.push_back("the allgather after collx_comm_create: the ranks' rounds differ");
+    } else if (std::count(all.begin(), all.end(), made) != size) {
+      run.failures.push_back("collx_comm_create succeeded in some ranks and failed in others");
+    }
+  }
   if (comm != nullptr) {
     for (size_t count : {size_t{3}, size_t{1} << 18}) {
       std::vector<float> v(count);

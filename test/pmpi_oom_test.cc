@@ -13,8 +13,9 @@
 // succeeds. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
 // The same again with 4 allocations failing in a row from the k-th (a failure while another
 // is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
-// k alone, PMPI_OOM_RUN=n: n in a row).
+// k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two ranks of which one fails: ranks().
 //   LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test
+//   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test --ranks
 #include <mpi.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,6 +39,7 @@ long g_k = -1;
 long g_in_a_row = 1;  // allocations that fail in a row from the k-th
 int g_errors = 0;    // calls that returned an error
 bool g_bad = false;  // a check failed
+bool g_first_no_mem = true;  // the first error must be MPI_ERR_NO_MEM (its own allocations)
 
 void bad(const char* what) {
   std::printf("k=%ld: FAILED %s\n", g_k, what);
@@ -60,7 +62,7 @@ bool ok(const char* what, int rc) {
     std::snprintf(msg, sizeof msg, "%s: error class %d, not MPI_ERR_NO_MEM or MPI_ERR_OTHER",
                   what, cls);
     bad(msg);
-  } else if (g_errors == 0 && cls != MPI_ERR_NO_MEM) {
+  } else if (g_first_no_mem && g_errors == 0 && cls != MPI_ERR_NO_MEM) {
     std::snprintf(msg, sizeof msg, "%s: the first error is class %d, not MPI_ERR_NO_MEM", what,
                   cls);
     bad(msg);
@@ -69,11 +71,11 @@ bool ok(const char* what, int rc) {
   return false;
 }
 
-// On one process, an allreduce's result is its input.
+// An allreduce's result (on one process, its input).
 void expect_equal(const char* what, const float* got, const float* want, int n) {
   if (std::memcmp(got, want, sizeof(float) * static_cast<size_t>(n)) != 0) {
     char msg[160];
-    std::snprintf(msg, sizeof msg, "%s: the result is not the input", what);
+    std::snprintf(msg, sizeof msg, "%s: the result is wrong", what);
     bad(msg);
   }
 }
@@ -215,10 +217,84 @@ Outcome run(long k) {
   return static_cast<Outcome>(WEXITSTATUS(status));
 }
 
+// --ranks, under mpiexec -n 2: only rank 1's allocations fail, from the k-th (in a row as
+// above), while the two ranks dup MPI_COMM_WORLD, allreduce on the dup (its libcollx
+// communicator's creation, the one-shot and the two-shot) and free it; rank 0's never fail.
+// Every call must return on both ranks (alarm: a rank left waiting for a peer that failed
+// before it joined is a hang), with the exact sum or an allowed error (rank 0's, its peer's
+// failure: any of MPI_ERR_NO_MEM or MPI_ERR_OTHER). The ranks agree through PMPI (not
+// intercepted) when rank 1 reached no k-th allocation. Prints "N passed, N failed" on rank 0.
+int ranks() {
+  setenv("COLLX_TIMEOUT", "0.3", 1);  // how long a rank waits for one that failed
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // (a rank the alarm ends says what it saw)
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  g_first_no_mem = rank == 1;
+  int passed = 0, failed = 0;
+  const char* only = std::getenv("PMPI_OOM_K");  // that k alone
+  for (const long in_a_row : {1L, 4L}) {
+    long k = only != nullptr ? std::atol(only) : 0, with_errors = 0;
+    for (; k < 5000; ++k) {
+      alarm(30);  // (the default action ends the process, and mpiexec the job)
+      g_k = k;
+      g_errors = 0;
+      g_bad = false;
+      MPI_Comm dup = MPI_COMM_NULL;
+      MPI_Comm_dup(MPI_COMM_WORLD, &dup);  // (inherits MPI_ERRORS_RETURN)
+      if (rank == 1) {
+        g_seen = 0;
+        fail_from(k, in_a_row);
+        g_inside.store(true);
+      }
+      for (const int n : {3, kBig}) {
+        fill(g_in, n, static_cast<float>(rank));
+        for (int i = 0; i < n; ++i) g_want[i] = 2.0f * static_cast<float>(i % 13) + 1.0f;
+        if (ok("MPI_Allreduce in place", MPI_Allreduce(MPI_IN_PLACE, g_in, n, MPI_FLOAT,
+                                                       MPI_SUM, dup))) {
+          expect_equal("MPI_Allreduce in place", g_in, g_want, n);
+        }
+      }
+      ok("MPI_Comm_free", MPI_Comm_free(&dup));
+      g_inside.store(false);
+      fail_none();
+      // [0]: rank 1 reached no k-th allocation (MAX of 0 and it); [1]: some check failed.
+      int mine[2] = {rank == 1 && g_seen.load() <= k ? 1 : 0, g_bad ? 1 : 0}, all[2] = {};
+      PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      int errors = 0;
+      PMPI_Allreduce(&g_errors, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      if (all[0] != 0) {
+        if (errors > 0) {
+          if (rank == 0) std::printf("FAILED a run without a failed allocation returned errors\n");
+          ++failed;
+        }
+        break;
+      }
+      (all[1] != 0 ? failed : passed)++;
+      if (errors > 0) ++with_errors;
+      if (only != nullptr) break;
+    }
+    alarm(0);
+    if (rank == 0) {
+      if (k == 0) {
+        std::printf("FAILED no allocation of rank 1 was counted\n");
+        ++failed;
+      }
+      std::printf("%ld in a row: %ld allocations of rank 1 failed in turn, %ld runs returned "
+                  "errors\n", in_a_row, k, with_errors);
+    }
+  }
+  MPI_Finalize();
+  if (rank == 0) std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   g_verbose = std::getenv("PMPI_OOM_VERBOSE") != nullptr;
+  if (argc == 2 && std::strcmp(argv[1], "--ranks") == 0) return ranks();
   int passed = 0, failed = 0;
   if (const char* one = std::getenv("PMPI_OOM_K")) {
     if (const char* n = std::getenv("PMPI_OOM_RUN")) g_in_a_row = std::atol(n);

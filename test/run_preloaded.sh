@@ -6,7 +6,7 @@
 # "some" (the default, at least one), "none" (exactly zero: interception off or everything
 # passed through) or "off" (interception refused at MPI_Init with a message that says why,
 # e.g. a malformed COLLX_* variable: then no statistics, since the settings could not be
-# read). Of the served
+# read; with EXPECT_OFF_SAYS, that line must contain its text). Of the served
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
@@ -44,6 +44,7 @@ starts=$(sum 's/.* persistent requests started (all ranks): \([0-9]*\) by libcol
 mpi_starts=$(sum 's/.* persistent requests started (all ranks): [0-9]* by libcollx, \([0-9]*\) by MPI.*/\1/p')
 host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
+off_line=$(grep -m1 '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas (then hierarchical's
 # between nodes, in parentheses, which are not the row's)
 [ -n "${EXPECT_ALGO:-}" ] &&
@@ -55,6 +56,10 @@ if [ -n "${EXPECT_ALGO:-}" ] && [ "$algo_seen" -eq 0 ]; then
   exit 1
 fi
 if [ "${EXPECT_SERVED:-some}" = off ]; then
+  if [ -n "${EXPECT_OFF_SAYS:-}" ] && [[ "$off_line" != *"$EXPECT_OFF_SAYS"* ]]; then
+    echo "the 'interception off' line does not say '$EXPECT_OFF_SAYS': $off_line" >&2
+    exit 1
+  fi
   [ "$off" -eq 1 ] && [ -z "$served" ] && { echo "interception off, as expected"; exit 0; }
   echo "expected one 'interception off' line and no statistics; got $off and '$served'" >&2
   exit 1

@@ -250,22 +250,13 @@ collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t
           error(COLLX_ERR_INVALID_ARG, "collx_comm_create: allgather callback is NULL"));
     }
     Comm* c = nullptr;
-    Status st = Comm::create(*params, &c);
-    if (st.ok()) {
-      try {
-        std::lock_guard<std::mutex> g(g_comms_mu);
-        live_comms().insert(c);
-      } catch (...) {
-        // No memory to register it: the call fails and frees what it made, without the
-        // shutdown's barrier, which the peers (their creation done) would not join: until
-        // the deadline, holding nothing (before, the registry's lock was held meanwhile).
-        st = collx::exception_status("collx_comm_create");
-        c->fail(st);
-        (void)close_comm(c, "collx_comm_create");
-        return report(st);
-      }
-      *comm = reinterpret_cast<collx_comm_t>(c);
-    }
+    // Registered before the members confirm the creation (no memory for it: none keeps it).
+    const Status st = Comm::create(*params, &c, [](Comm* made, bool in) {
+      std::lock_guard<std::mutex> g(g_comms_mu);
+      if (in) live_comms().insert(made);
+      else live_comms().erase(made);
+    });
+    if (st.ok()) *comm = reinterpret_cast<collx_comm_t>(c);
     return report(st);
   });
 }

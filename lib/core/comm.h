@@ -115,8 +115,17 @@ struct BootRounds;
 
 class Comm {
  public:
-  // Bootstraps over UCX through the user's out-of-band allgather.
-  static Status create(const collx_comm_params_t& params, Comm** out);
+  // Bootstraps over UCX through the user's out-of-band allgather. `admit`, if given, runs
+  // last on this rank (the C API registers the handle there; it may throw), before the
+  // members confirm that each made its communicator; a creation that fails after it calls
+  // admit(c, false) before freeing c.
+  using Admit = void (*)(Comm* c, bool in);
+  static Status create(const collx_comm_params_t& params, Comm** out, Admit admit = nullptr);
+  // Instead of create(), for a caller that cannot start a creation its peers start (no memory
+  // for its own record of the communicator): takes part in the bootstrap's first round,
+  // saying it failed with `code`, so that their creation fails too instead of waiting in the
+  // allgather for it. Allocates nothing.
+  static void refuse(const collx_comm_params_t& params, collx_status_t code);
   // Over a transport built by the caller (the in-process transport of the tests); with
   // `shared`, ShmChannel::bytes_for(size, config.shm_chunk, config.shm_areas) zeroed bytes
   // shared by all ranks, the shm_* algorithms are available. With `node_of` (rank r on node
@@ -204,15 +213,12 @@ class Comm {
   // that closing the endpoints needs nothing more from any peer. On a failed communicator,
   // only the first: no rank is waited for.
   Status shutdown();
-  // The communicator is unusable from now on: later calls are COLLX_ERR_COMM_FAILED, and its
-  // shutdown waits for no rank (a creation that fails in this rank alone after the peers'
-  // succeeded: they see a rank that left at their first collective).
-  void fail(const Status& st);
 
  private:
   // create(params, out)'s body; `rounds` says how far the bootstrap got, for the failure
   // path of an exception (comm_create.cc).
-  static Status create(const collx_comm_params_t& params, Comm** out, BootRounds* rounds);
+  static Status create(const collx_comm_params_t& params, Comm** out, Admit admit,
+                       BootRounds* rounds);
   Comm(std::unique_ptr<Transport> transport, const Config& config, Selection selection);
   // nudge(r), told whether this test may run r once it is due (else it is the worker's).
   static bool nudge(Request* r, bool may_run);
@@ -238,9 +244,18 @@ class Comm {
   Status run_barrier();
   Status usable() const;  // COLLX_ERR_COMM_FAILED once fail() was called
   Status agree(const AllreduceOp& op, uint32_t seq);
+  // The communicator is unusable from now on: later calls are COLLX_ERR_COMM_FAILED, and its
+  // shutdown waits for no rank.
+  void fail(const Status& st);
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
+  // The creation's last collective: every member says whether its steps since the last
+  // collective (its own alone, which may fail in it alone: no memory) succeeded, `local`,
+  // and all keep the communicator or none does. A rank whose steps failed takes part, so
+  // its peers learn it now rather than at their first collective. Allocates nothing on the
+  // way (the collectives before grew what it uses).
+  Status confirm(const Status& local);
   Status execute_profiled(const AllreduceOp& op);
   // Runs `op`, an operation on the transport (begin_op .. end_op). An exception inside it
   // (std::bad_alloc: a first call's container finds no memory) ends it as a transport error

@@ -118,10 +118,15 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   return Status();
 }
 
-Status Comm::create(const collx_comm_params_t& p, Comm** out) {
+void Comm::refuse(const collx_comm_params_t& p, collx_status_t code) {
+  BootRounds rounds;  // (in round 1, holding nothing)
+  leave_rounds(p, rounds, Status(code, std::string()));
+}
+
+Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit) {
   BootRounds rounds;
   try {
-    return create(p, out, &rounds);
+    return create(p, out, admit, &rounds);
   } catch (...) {  // std::bad_alloc: what the creation made is freed on the way out
     const Status st = exception_status("collx_comm_create");
     leave_rounds(p, rounds, st);  // (allocates nothing)
@@ -129,7 +134,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out) {
   }
 }
 
-Status Comm::create(const collx_comm_params_t& p, Comm** out, BootRounds* rounds) {
+Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
+                    BootRounds* rounds) {
   Context* ctx = Context::get();
   rounds->ctx = ctx;
   Config config;
@@ -287,16 +293,34 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, BootRounds* rounds
   // rank needs another to progress for anything but the collectives themselves.
   st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
-  if (st.ok() && use_shm) {
-    std::vector<int64_t> pids;
-    if (use_cma) {
-      for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
-    }
-    st = c->setup_shm(peers[static_cast<size_t>(layout.local[0])].shm_name, shm_status,
-                      std::move(pids), layout);
-  }
-  if (st.ok()) c->start_announcing();
   if (!st.ok()) return st;  // (c is freed)
+  // What remains may fail in this rank alone (an exception: no memory), while its peers'
+  // succeeds: each says how it went in confirm(), and all keep the communicator or none does
+  // (a rank that kept it where another did not would wait for that one in its first
+  // collective, and under the preload the other would pass that call through to MPI).
+  bool admitted = false;
+  try {
+    if (use_shm) {
+      std::vector<int64_t> pids;
+      if (use_cma) {
+        for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
+      }
+      st = c->setup_shm(peers[static_cast<size_t>(layout.local[0])].shm_name, shm_status,
+                        std::move(pids), layout);
+    }
+    if (st.ok()) c->start_announcing();
+    if (st.ok() && admit != nullptr) {
+      admit(c.get(), true);
+      admitted = true;
+    }
+  } catch (...) {
+    st = exception_status("collx_comm_create");
+  }
+  st = c->confirm(st);
+  if (!st.ok()) {
+    if (admitted) admit(c.get(), false);
+    return st;  // (c is freed)
+  }
   *out = c.release();
   return Status();
 }

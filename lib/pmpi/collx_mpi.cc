@@ -44,6 +44,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "core/config.h"
 #include "pmpi/preload.h"
@@ -64,8 +65,9 @@ struct State {
 State g;
 
 // Reads the configuration into *config and starts libcollx: whether interception can be on
-// in this process (if not, g.off_reason says why, and a reason for it was said on stderr).
-bool start_libcollx(collx::Config* config, int rank) {
+// in this process (if not, g.off_reason says why, and a reason for it was said on stderr or,
+// for malformed settings, is in *malformed, for start() to say once).
+bool start_libcollx(collx::Config* config, std::string* malformed) {
   collx::Status st;
   try {
     st = collx::load_config(config);
@@ -78,10 +80,8 @@ bool start_libcollx(collx::Config* config, int rank) {
     g.off_reason = kDisabled;
     return false;
   }
-  if (!st.ok()) {  // (the same settings everywhere, as a rule: said once)
-    if (rank == 0) {
-      std::fprintf(stderr, "libcollx_mpi: interception off: %s\n", st.message().c_str());
-    }
+  if (!st.ok()) {
+    *malformed = st.message();
     return false;
   }
   if (collx_init() != COLLX_SUCCESS) {  // (this process's: said by it)
@@ -105,22 +105,32 @@ void start(int provided, bool from_init) {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish, &self_keyval, nullptr);
   PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, nullptr);
   g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
-  int rank = 0;
+  int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
   collx::Config config;
-  const bool on = start_libcollx(&config, rank);
+  std::string malformed;
+  const bool on = start_libcollx(&config, &malformed);
   // (The statistics too are printed by every process or none: a reduction at MPI_Finalize.)
-  int mine[2] = {on ? 1 : 0, g.verbose ? 1 : 0}, all[2] = {mine[0], mine[1]};
-  if (from_init && PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+  // [2]: the lowest rank whose settings are malformed (size if none), which says why; the same
+  // settings everywhere, as a rule, are said once.
+  int mine[3] = {on ? 1 : 0, g.verbose ? 1 : 0, malformed.empty() ? size : rank};
+  int all[3] = {mine[0], mine[1], mine[2]};
+  if (from_init && PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
     all[0] = all[1] = 0;
   }
   g.verbose = all[1] != 0;
+  if (!malformed.empty() && (all[2] == rank || (!from_init && rank == 0))) {
+    std::fprintf(stderr, "libcollx_mpi: interception off: %s%s\n",
+                 rank == 0 ? "" : ("rank " + std::to_string(rank) + "'s settings: ").c_str(),
+                 malformed.c_str());
+  }
   if (on && all[0] == 0) {
     collx_finalize();
-    if (rank == 0) {
+    if (rank == 0 && all[2] == size) {
       std::fprintf(stderr,
                    "libcollx_mpi: interception off: it is off in another process (COLLX_MPI=0, "
-                   "a malformed COLLX_* setting, or libcollx could not start there)\n");
+                   "or libcollx could not start there)\n");
     }
   }
   if (all[0] == 0) return;

@@ -35,6 +35,11 @@ struct Cached {
   collx_comm_t comm = nullptr;  // null: creation failed, always pass through
 };
 
+// The attribute of a communicator whose Cached this process found no memory for: it refused
+// the libcollx creation (collx::Comm::refuse), which fails its peers' too, and every member
+// passes that communicator's calls through to MPI. Not on g_comms, never deleted.
+Cached g_refused{true, {}, nullptr};
+
 std::atomic<int> g_keyval{MPI_KEYVAL_INVALID};  // valid from start_comms to finish_comms
 std::mutex g_mutex;             // guards g_comms (not held while creating or destroying)
 std::vector<MPI_Comm> g_comms;  // those with a Cached attribute
@@ -45,6 +50,7 @@ int keyval() { return g_keyval.load(std::memory_order_acquire); }
 // MPICH frees the communicator by other means (MPI_Comm_disconnect).
 int delete_attr(MPI_Comm mpi_comm, int, void* value, void*) {
   auto* c = static_cast<Cached*>(value);
+  if (c == &g_refused) return MPI_SUCCESS;
   // Collective, like MPI_Comm_free, and as that may wait for the other members, MPI's own
   // operations progress meanwhile (a member may first wait for one of them). A failure (a
   // member gone, the deadline passed) is the libcollx communicator's alone: MPI's own is
@@ -92,15 +98,26 @@ collx_comm_t collx_for(MPI_Comm comm) {
   Cached* c = cached_on(comm);
   if (c != nullptr && c->ready.load(std::memory_order_acquire)) return c->comm;
   if (c == nullptr) {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::unique_lock<std::mutex> lock(g_mutex);
     c = cached_on(comm);  // (an erroneous program may get here from two threads at once)
     if (c == nullptr) {
-      // (memory first: std::bad_alloc leaves nothing half made)
-      g_comms.reserve(g_comms.size() + 1);
-      auto made = std::make_unique<Cached>();
-      PMPI_Comm_set_attr(comm, keyval(), made.get());
-      c = made.release();
-      g_comms.push_back(comm);
+      try {
+        // (memory first: std::bad_alloc leaves nothing half made)
+        g_comms.reserve(g_comms.size() + 1);
+        auto made = std::make_unique<Cached>();
+        PMPI_Comm_set_attr(comm, keyval(), made.get());
+        c = made.release();
+        g_comms.push_back(comm);
+      } catch (const std::bad_alloc&) {
+        PMPI_Comm_set_attr(comm, keyval(), &g_refused);
+        lock.unlock();
+        int rank = 0, size = 0;
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Comm_size(comm, &size);
+        const collx_comm_params_t params{rank, size, collx_mpi_oob_allgather, &comm};
+        collx::Comm::refuse(params, COLLX_ERR_NO_MEMORY);
+        return nullptr;
+      }
     }
   }
   std::call_once(c->created, [&] {
