@@ -334,9 +334,13 @@ Status Comm::setup_shm(const std::string& name, const Status& created, std::vect
   Status attached = created;
   if (rank() != layout.local[0]) {
     ShmSegment* seg = nullptr;
-    attached = name.empty() ? error(COLLX_ERR_TRANSPORT, "rank %d could not create the segment",
-                                    layout.local[0])
-                            : ShmSegment::attach(name, bytes, &seg);
+    try {  // (no memory to attach: the ranks go without the segment, as for any failure)
+      attached = name.empty() ? error(COLLX_ERR_TRANSPORT,
+                                      "rank %d could not create the segment", layout.local[0])
+                              : ShmSegment::attach(name, bytes, &seg);
+    } catch (...) {
+      attached = exception_status("attaching the node's segment");
+    }
     segment_.reset(seg);
   }
   // Whether every rank attached (the settings they share were agreed in round 1).

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -65,8 +66,14 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
   if (fd < 0) {
     return error(COLLX_ERR_TRANSPORT, "shared memory: memfd_create failed: %s", strerror(errno));
   }
-  auto* s = new ShmSegment();
-  s->fd_ = fd;
+  std::unique_ptr<ShmSegment> s;
+  try {
+    s.reset(new ShmSegment());
+  } catch (...) {  // (std::bad_alloc: nothing left open)
+    close(fd);
+    throw;
+  }
+  s->fd_ = fd;  // (closed by s from here)
   s->bytes_ = bytes;
   s->name_ = std::string(kProc) + std::to_string(getpid()) + kFd + std::to_string(fd);
   Status st;
@@ -97,11 +104,8 @@ Status ShmSegment::create(size_t bytes, ShmSegment** out) {
       keep_from_children(p, bytes);
     }
   }
-  if (!st.ok()) {
-    delete s;
-    return st;
-  }
-  *out = s;
+  if (!st.ok()) return st;
+  *out = s.release();
   return Status();
 }
 
@@ -132,11 +136,17 @@ Status ShmSegment::attach(const std::string& name, size_t bytes, ShmSegment** ou
   close(fd);
   if (!st.ok()) return st;
   keep_from_children(p, bytes);
-  auto* s = new ShmSegment();
-  s->name_ = name;
-  s->base_ = p;
+  std::unique_ptr<ShmSegment> s;
+  try {
+    s.reset(new ShmSegment());
+  } catch (...) {  // (std::bad_alloc: nothing left mapped)
+    munmap(p, bytes);
+    throw;
+  }
+  s->base_ = p;  // (unmapped by s from here)
   s->bytes_ = bytes;
-  *out = s;
+  s->name_ = name;
+  *out = s.release();
   return Status();
 }
 
