@@ -253,8 +253,10 @@ class Comm {
   // The creation's last collective: every member says whether its steps since the last
   // collective (its own alone, which may fail in it alone: no memory) succeeded, `local`,
   // and all keep the communicator or none does. A rank whose steps failed takes part, so
-  // its peers learn it now rather than at their first collective. Allocates nothing on the
-  // way (the collectives before grew what it uses).
+  // its peers learn it now rather than at their first collective. What it allocates (a first
+  // use's scratch) comes before it sends anything, and the barrier's request list is as long
+  // as its own: a rank that finds no memory takes no part, and its peers fail at their
+  // deadline, never one keeping what another lacks.
   Status confirm(const Status& local);
   Status execute_profiled(const AllreduceOp& op);
   // Runs `op`, an operation on the transport (begin_op .. end_op). An exception inside it
