@@ -217,19 +217,21 @@ Outcome run(long k) {
   return static_cast<Outcome>(WEXITSTATUS(status));
 }
 
-// --ranks, under mpiexec -n 2: only rank 1's allocations fail, from the k-th (in a row as
-// above), while the two ranks dup MPI_COMM_WORLD, allreduce on the dup (its libcollx
-// communicator's creation, the one-shot and the two-shot) and free it; rank 0's never fail.
-// Every call must return on both ranks (alarm: a rank left waiting for a peer that failed
-// before it joined is a hang), with the exact sum or an allowed error (rank 0's, its peer's
-// failure: any of MPI_ERR_NO_MEM or MPI_ERR_OTHER). The ranks agree through PMPI (not
-// intercepted) when rank 1 reached no k-th allocation. Prints "N passed, N failed" on rank 0.
+// --ranks, under mpiexec -n 2 (or more): only rank 1's allocations fail, from the k-th (in a
+// row as above), while the ranks dup MPI_COMM_WORLD, allreduce on the dup (its libcollx
+// communicator's creation, the one-shot and the two-shot) and free it; the others' never
+// fail. Every call must return on every rank (alarm: a rank left waiting for a peer that
+// failed before it joined is a hang), with the exact sum or an allowed error (the others',
+// their peer's failure: any of MPI_ERR_NO_MEM or MPI_ERR_OTHER). The ranks agree through
+// PMPI (not intercepted) when rank 1 reached no k-th allocation. Prints "N passed, N failed"
+// on rank 0.
 int ranks() {
   setenv("COLLX_TIMEOUT", "0.3", 1);  // how long a rank waits for one that failed
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // (a rank the alarm ends says what it saw)
   MPI_Init(nullptr, nullptr);
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   g_first_no_mem = rank == 1;
   int passed = 0, failed = 0;
@@ -250,7 +252,9 @@ int ranks() {
       }
       for (const int n : {3, kBig}) {
         fill(g_in, n, static_cast<float>(rank));
-        for (int i = 0; i < n; ++i) g_want[i] = 2.0f * static_cast<float>(i % 13) + 1.0f;
+        for (int i = 0; i < n; ++i) {  // (rank r adds r + i % 13)
+          g_want[i] = static_cast<float>(size * (i % 13) + size * (size - 1) / 2);
+        }
         if (ok("MPI_Allreduce in place", MPI_Allreduce(MPI_IN_PLACE, g_in, n, MPI_FLOAT,
                                                        MPI_SUM, dup))) {
           expect_equal("MPI_Allreduce in place", g_in, g_want, n);
