@@ -17,7 +17,8 @@
 //                      iallreduce runs on the communicator's thread), COLLX_TIMEOUT=0.3 so
 //                      that rank 1 learns soon that rank 0 left a collective; both ranks end
 //                      normally (not by a signal) within 30 s, having joined the same
-//                      allgather rounds. Then again with the ranks on two pretended nodes,
+//                      allgather rounds, and both made the communicator or neither did.
+//                      Then again with the ranks on two pretended nodes,
 //                      and on one node with 4 allocations failing in a row from the k-th (a
 //                      failure while another is handled: OOM_RUN=n, with OOM_K, that alone).
 // Only allocations made while the test is inside a libcollx call count (the test's own never
