@@ -44,7 +44,6 @@
 
 #include <cstdio>
 #include <mutex>
-#include <string>
 
 #include "core/config.h"
 #include "pmpi/preload.h"
@@ -64,24 +63,20 @@ struct State {
 };
 State g;
 
-// Reads the configuration into *config and starts libcollx: whether interception can be on
-// in this process (if not, g.off_reason says why, and a reason for it was said on stderr or,
-// for malformed settings, is in *malformed, for start() to say once).
-bool start_libcollx(collx::Config* config, std::string* malformed) {
-  collx::Status st;
+// Reads the configuration into *config (*settings: how that went) and starts libcollx:
+// whether interception can be on in this process (if not, g.off_reason says why, and a reason
+// was said on stderr or, for malformed settings, is *settings, for start() to say once).
+bool start_libcollx(collx::Config* config, collx::Status* settings) {
   try {
-    st = collx::load_config(config);
+    *settings = collx::load_config(config);
   } catch (const std::bad_alloc&) {  // (this process's alone: said by it)
     std::fprintf(stderr, "libcollx_mpi: interception off: out of memory reading the settings\n");
     return false;
   }
-  g.verbose = st.ok() && config->mpi_verbose;
-  if (st.ok() && !config->mpi) {
+  if (!settings->ok()) return false;
+  g.verbose = config->mpi_verbose;
+  if (!config->mpi) {
     g.off_reason = kDisabled;
-    return false;
-  }
-  if (!st.ok()) {
-    *malformed = st.message();
     return false;
   }
   if (collx_init() != COLLX_SUCCESS) {  // (this process's: said by it)
@@ -109,21 +104,23 @@ void start(int provided, bool from_init) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   collx::Config config;
-  std::string malformed;
-  const bool on = start_libcollx(&config, &malformed);
+  collx::Status settings;
+  const bool on = start_libcollx(&config, &settings);
+  const bool malformed = !settings.ok();
   // (The statistics too are printed by every process or none: a reduction at MPI_Finalize.)
   // [2]: the lowest rank whose settings are malformed (size if none), which says why; the same
   // settings everywhere, as a rule, are said once.
-  int mine[3] = {on ? 1 : 0, g.verbose ? 1 : 0, malformed.empty() ? size : rank};
+  int mine[3] = {on ? 1 : 0, g.verbose ? 1 : 0, malformed ? rank : size};
   int all[3] = {mine[0], mine[1], mine[2]};
   if (from_init && PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
     all[0] = all[1] = 0;
   }
   g.verbose = all[1] != 0;
-  if (!malformed.empty() && (all[2] == rank || (!from_init && rank == 0))) {
-    std::fprintf(stderr, "libcollx_mpi: interception off: %s%s\n",
-                 rank == 0 ? "" : ("rank " + std::to_string(rank) + "'s settings: ").c_str(),
-                 malformed.c_str());
+  if (malformed && rank == 0) {
+    std::fprintf(stderr, "libcollx_mpi: interception off: %s\n", settings.message().c_str());
+  } else if (malformed && from_init && all[2] == rank) {
+    std::fprintf(stderr, "libcollx_mpi: interception off: rank %d's settings: %s\n", rank,
+                 settings.message().c_str());
   }
   if (on && all[0] == 0) {
     collx_finalize();
