@@ -13,7 +13,7 @@
 // succeeds. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
 // The same again with 4 allocations failing in a row from the k-th (a failure while another
 // is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
-// k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two ranks of which one fails: ranks().
+// k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two or more ranks, rank 1 failing: ranks().
 //   LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test --ranks
 #include <mpi.h>
