@@ -17,7 +17,9 @@
 //                      iallreduce runs on the communicator's thread), COLLX_TIMEOUT=0.3 so
 //                      that rank 1 learns soon that rank 0 left a collective; both ranks end
 //                      normally (not by a signal) within 30 s, having joined the same
-//                      allgather rounds, and both made the communicator or neither did.
+//                      allgather rounds, and both made the communicator or neither did;
+//                      neither's collx_comm_create times out (rank 0 tells rank 1 its
+//                      creation failed, wherever it did).
 //                      Then again with the ranks on two pretended nodes,
 //                      and on one node with 4 allocations failing in a row from the k-th (a
 //                      failure while another is handled: OOM_RUN=n, with OOM_K, that alone).
@@ -73,6 +75,10 @@ struct Run {
       std::printf("%.3f %s: %s\n", now(), where.c_str(), name.c_str());
     }
     if (st == COLLX_ERR_INTERNAL) failures.push_back(name + ": internal");
+    if (st == COLLX_ERR_TIMEOUT && std::strcmp(what, "collx_comm_create") == 0) {
+      // A rank whose creation fails tells its peers in the round they wait in.
+      failures.push_back(name + ": a peer's failure left to the deadline");
+    }
     if (!any_error && rank == 0 && fail_at >= 0 && fail_at < g_seen.load()) {
       // The first error on the rank whose allocation failed is that failure.
       if (st != COLLX_ERR_NO_MEMORY || msg.find("out of memory") == std::string::npos) {
@@ -122,7 +128,7 @@ void sequence(Run& run, int size, Group* g) {
   run.call("collx_comm_create", inside([&] { return collx_comm_create(&params, &comm); }));
   if (g != nullptr) {
     // Every rank made the communicator or none did (a creation that fails in one rank alone
-    // after the bootstrap fails in all: Comm::confirm).
+    // after the bootstrap fails in all: the status rounds of core/comm_create.cc).
     const uint8_t made = comm != nullptr ? 1 : 0;
     std::vector<uint8_t> all(static_cast<size_t>(size));
     if (board_allgather(&made, all.data(), 1, g) != 0) {

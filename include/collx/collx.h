@@ -104,9 +104,9 @@ typedef enum {
 typedef struct collx_comm* collx_comm_t;
 typedef struct collx_request* collx_request_t;
 
-/* Out-of-band allgather used once, at communicator creation: every rank contributes `bytes`
- * bytes from `send`; `recv` receives size*bytes, rank i's contribution at offset i*bytes.
- * Returns 0 on success, anything else on failure. */
+/* Out-of-band allgather used at communicator creation (a few times, in the same order on
+ * every rank): every rank contributes `bytes` bytes from `send`; `recv` receives size*bytes,
+ * rank i's contribution at offset i*bytes. Returns 0 on success, anything else on failure. */
 typedef int (*collx_oob_allgather_fn)(const void* send, void* recv, size_t bytes, void* ctx);
 
 typedef struct {
@@ -131,10 +131,10 @@ COLLX_API collx_status_t collx_init(void);
 COLLX_API collx_status_t collx_finalize(void);
 
 /* Collective over the members: every rank calls it with the same size and its own rank.
- * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG). A
- * creation that runs out of time (COLLX_TIMEOUT) in its last steps may end differently on
- * different ranks: a rank whose steps completed gets a communicator while a peer returns
- * COLLX_ERR_TIMEOUT; destroy it as usual (its waits for that peer time out too). */
+ * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG).
+ * Every member gets the communicator or none does: a rank whose steps failed (no memory, a
+ * peer that did not answer within COLLX_TIMEOUT) says so through the allgather, and the
+ * others return COLLX_ERR_PEER_FAILED naming it. */
 COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
 /* Collective, like MPI_Comm_free: waits for the communicator's outstanding requests and for
  * every member (within the deadline), then frees it. A communicator that failed earlier is

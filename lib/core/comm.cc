@@ -109,22 +109,6 @@ Status Comm::small_allreduce(int64_t* v, size_t n, collx_op_t op) {
   });
 }
 
-Status Comm::confirm(const Status& local) {
-  // (A failed collective failed the communicator: its peers' failed too, or will time out.)
-  if (!failed_.ok()) return local.ok() ? failed_ : local;
-  int64_t first_failed[1] = {local.ok() ? size() : rank()};  // the lowest failed rank, if any
-  const Status st = small_allreduce(first_failed, 1, COLLX_MIN);
-  if (!local.ok()) return local;
-  COLLX_TRY(st);
-  if (first_failed[0] < size()) {
-    return error(COLLX_ERR_PEER_FAILED,
-                 "rank %d: rank %d's collx_comm_create failed after the bootstrap (its own "
-                 "error says why)",
-                 rank(), static_cast<int>(first_failed[0]));
-  }
-  return Status();
-}
-
 Status Comm::execute_profiled(const AllreduceOp& op) {
   const auto t0 = std::chrono::steady_clock::now();
   across_ran_ = 0;

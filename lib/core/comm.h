@@ -117,8 +117,8 @@ class Comm {
  public:
   // Bootstraps over UCX through the user's out-of-band allgather. `admit`, if given, runs
   // last on this rank (the C API registers the handle there; it may throw), before the
-  // members confirm that each made its communicator; a creation that fails after it calls
-  // admit(c, false) before freeing c.
+  // members say through that allgather that each made its communicator; a creation that
+  // fails after it calls admit(c, false) before freeing c.
   using Admit = void (*)(Comm* c, bool in);
   static Status create(const collx_comm_params_t& params, Comm** out, Admit admit = nullptr);
   // Instead of create(), for a caller that cannot start a creation its peers start (no memory
@@ -250,14 +250,6 @@ class Comm {
   Status check_agreement(const AllreduceOp& op, uint32_t seq);
   // `op` of v[0..n) over the ranks (a small collective on its own sequence number).
   Status small_allreduce(int64_t* v, size_t n, collx_op_t op);
-  // The creation's last collective: every member says whether its steps since the last
-  // collective (its own alone, which may fail in it alone: no memory) succeeded, `local`,
-  // and all keep the communicator or none does. A rank whose steps failed takes part, so
-  // its peers learn it now rather than at their first collective. What it allocates (a first
-  // use's scratch) comes before it sends anything, and the barrier's request list is as long
-  // as its own: a rank that finds no memory takes no part, and its peers fail at their
-  // deadline, never one keeping what another lacks.
-  Status confirm(const Status& local);
   Status execute_profiled(const AllreduceOp& op);
   // Runs `op`, an operation on the transport (begin_op .. end_op). An exception inside it
   // (std::bad_alloc: a first call's container finds no memory) ends it as a transport error

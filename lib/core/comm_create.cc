@@ -47,8 +47,12 @@ collx_comm_node_t place(const NodeLayout& l) {
 // local error before round 1, an exception: no memory): the allgather round they wait in,
 // which no deadline of ours bounds (the allgather is the user's), and the id it holds.
 struct BootRounds {
-  int next = 1;           // the round the peers are in or go to next: 1, 2, or 0 (none)
+  int next = 1;           // the round the peers are in or go to next: 1, 2, 3 (a status
+                          // round), or 0 (none: a round failed alike everywhere, or all done)
   size_t slot_bytes = 0;  // round 2's slot, once round 1 has agreed on it
+  // A status round's slots, the peers' and then this rank's: taken before round 1, so that
+  // joining a status round allocates nothing.
+  std::vector<int32_t> statuses;
   Context* ctx = nullptr;
   bool holds_id = false;  // a reserved communicator id, not yet the communicator's
   uint16_t id = 0;
@@ -57,14 +61,43 @@ struct BootRounds {
 
 namespace {
 
+// A status round: every rank gives 0 or the code of its failure (`local`), and all learn
+// whether every rank's steps since the last round succeeded, so that all go on or all stop.
+// The steps between two rounds are a rank's own and may fail in it alone (no memory, an
+// endpoint UCX could not create); without the round its peers would wait for it until their
+// deadline. Allocates nothing but an error's message.
+Status status_round(const collx_comm_params_t& p, BootRounds& r, const Status& local,
+                    const char* when) {
+  r.next = 0;
+  int32_t* all = r.statuses.data();
+  int32_t& mine = all[p.size];
+  mine = local.code();
+  const Status st = oob_allgather(p, &mine, all, sizeof mine, "creation's statuses");
+  if (!local.ok()) return local;
+  COLLX_TRY(st);
+  for (int i = 0; i < p.size; ++i) {
+    if (all[i] != COLLX_SUCCESS) {
+      return error(COLLX_ERR_PEER_FAILED,
+                   "rank %d: rank %d's collx_comm_create failed %s (its own error says why)",
+                   p.rank, i, when);
+    }
+  }
+  return Status();
+}
+
 // A failed creation releases the id it holds and joins the round its peers wait in, saying it
-// failed (round 1: its status in the header; round 2: kFlagFailed), so that they fail too.
-// Its buffers are mapped for it, not taken from the C++ heap, which may be what ran out (a
-// creation that found no memory, then none for this either, left its peers in their
-// allgather: found by oom_test with allocations failing in a row).
+// failed (round 1: its status in the header; round 2: kFlagFailed; a status round: its code),
+// so that they fail too. Round 1's and 2's buffers are mapped for it, not taken from the C++
+// heap, which may be what ran out (a creation that found no memory, then none for this
+// either, left its peers in their allgather: found by oom_test with allocations failing in a
+// row).
 void leave_rounds(const collx_comm_params_t& p, BootRounds& r, const Status& why) {
   if (r.holds_id) r.ctx->ids.release(r.id, r.owner);
   r.holds_id = false;
+  if (r.next == 3) {
+    (void)status_round(p, r, why, "");
+    return;
+  }
   const size_t slot = r.next == 1 ? sizeof(BootHeader) : r.slot_bytes;
   const size_t bytes = slot * (static_cast<size_t>(p.size) + 1);  // the peers' slots, then ours
   void* m = r.next == 0 ? MAP_FAILED
@@ -125,13 +158,14 @@ void Comm::refuse(const collx_comm_params_t& p, collx_status_t code) {
 
 Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit) {
   BootRounds rounds;
+  Status st;
   try {
-    return create(p, out, admit, &rounds);
+    st = create(p, out, admit, &rounds);
   } catch (...) {  // std::bad_alloc: what the creation made is freed on the way out
-    const Status st = exception_status("collx_comm_create");
-    leave_rounds(p, rounds, st);  // (allocates nothing)
-    return st;
+    st = exception_status("collx_comm_create");
   }
+  if (!st.ok()) leave_rounds(p, rounds, st);  // (allocates nothing)
+  return st;
 }
 
 Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
@@ -139,22 +173,20 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
   Context* ctx = Context::get();
   rounds->ctx = ctx;
   Config config;
-  const Status local = ctx == nullptr ? error(COLLX_ERR_NOT_INITIALIZED,
-                                              "collx_comm_create called before collx_init%s",
-                                              Context::fork_note())
-                                      : load_config(&config);
-  if (!local.ok()) {
-    // Join round 1 all the same, saying so: the peers then stop too instead of waiting in the
-    // user's allgather for a round 2 that never comes.
-    leave_rounds(p, *rounds, local);
-    return local;
-  }
+  // A failure before round 1 joins it all the same, saying so: the peers then stop too
+  // instead of waiting in the user's allgather for a round 2 that never comes.
+  COLLX_TRY(ctx == nullptr ? error(COLLX_ERR_NOT_INITIALIZED,
+                                   "collx_comm_create called before collx_init%s",
+                                   Context::fork_note())
+                           : load_config(&config));
+  rounds->statuses.assign(static_cast<size_t>(p.size) + 1, 0);
   std::vector<BootHeader> all(static_cast<size_t>(p.size));
 
   // Round 1: fixed-size headers (identity, node, proposed communicator id, address length,
   // the settings all ranks must share).
   // Round 2: flags, segment name and the worker address padded to the longest, per rank.
   // Both are repeated while some rank could not reserve the agreed id (core/comm_ids.h).
+  // Then two status rounds (status_round): once the transport is made, and last.
   const std::vector<uint8_t>& my_addr = ctx->worker().address();
   const uint64_t my_node = node_id(config.node);
   BootHeader mine{kBootMagic,
@@ -180,8 +212,10 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
                             std::chrono::duration<double>(config.timeout_s));
   for (int attempt = 0;; ++attempt) {
     mine.comm_id = ctx->ids.propose(attempt == 0 ? CommIds::kNone : agreed.comm_id + 1u);
+    // (A round that fails, fails alike on every rank, and then no round follows; so does
+    // decoding.)
+    rounds->next = 0;
     COLLX_TRY(oob_allgather(p, &mine, all.data(), sizeof mine, "communicator headers"));
-    rounds->next = 0;  // decoding fails alike on every rank, and then no round follows
     COLLX_TRY(decode_boot_headers(all.data(), p.rank, p.size, &agreed, &config));
     rounds->next = 2;
     rounds->slot_bytes = size_t{agreed.max_addr_len} + kSlotHeader;
@@ -229,8 +263,8 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
                                    (out_of_time ? kFlagOutOfTime : 0));
     if (created) std::memcpy(slot.data() + 1, created->name().c_str(), created->name().size());
     std::memcpy(slot.data() + kSlotHeader, my_addr.data(), my_addr.size());
+    rounds->next = 0;
     Status st = oob_allgather(p, slot.data(), slots.data(), slot.size(), "worker addresses");
-    rounds->next = 1;
     uint8_t all_of = 0, any_of = 0;
     if (st.ok()) combine_flags(slots.data(), p.size, agreed.max_addr_len, &all_of, &any_of);
     if (st.ok() && (any_of & kFlagFailed)) {
@@ -249,62 +283,65 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
                    "attempts in %g s (COLLX_TIMEOUT)",
                    p.rank, attempt + 1, config.timeout_s);
     }
+    rounds->next = 1;
     const uint64_t r = (agreed.owner ^ (static_cast<uint64_t>(attempt) * 0x9e3779b97f4a7c15ull)) >> 40;
     std::this_thread::sleep_for(std::chrono::microseconds(r % (50u << std::min(attempt, 6))));
   }
-  rounds->next = 0;
-  const uint16_t comm_id = agreed.comm_id;
-  // From here the id is this communicator's: released by ~Comm, or on failure before the
-  // communicator holds it.
-  const auto release_id = [&](Status st) {
-    ctx->ids.release(comm_id, agreed.owner);
-    rounds->holds_id = false;
-    return st;
-  };
+  // The id is this creation's now: the communicator's once made (~Comm releases it), until
+  // then released by leave_rounds on failure.
+  rounds->next = 3;
   std::vector<PeerInfo> peers;
   Status st = decode_peers(slots.data(), slots.size(), all.data(), p.size, agreed.max_addr_len,
                            &peers);
-  if (!st.ok()) return release_id(st);
-
   // One-copy transfers between ranks of a node only if every rank can do them.
   bool use_cma = true;
   for (const PeerInfo& peer : peers) use_cma = use_cma && peer.cma_ok;
+  std::vector<int64_t> pids;  // (for the node's channel)
+  if (use_cma) {
+    for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
+  }
   Selection sel;
-  st = make_selection(config, p.size,
-                      Locality{one_node, one_node && use_cma, hierarchical, cpu_maker()}, &sel);
+  if (st.ok()) {
+    st = make_selection(config, p.size,
+                        Locality{one_node, one_node && use_cma, hierarchical, cpu_maker()}, &sel);
+  }
   Selection across;
   if (st.ok() && hierarchical) st = make_across_selection(config, layout.nodes, &across);
-  if (!st.ok()) return release_id(st);
   UcxTransport* t = nullptr;
-  st = UcxTransport::create(ctx->worker(), p.rank, p.size, comm_id, peers, my_node,
-                            use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t);
-  if (!st.ok()) return release_id(st);
-  std::unique_ptr<Transport> transport(t);
-  std::unique_ptr<Comm> c(new Comm(std::move(transport), config, std::move(sel)));
-  c->context_ = ctx;
-  c->comm_id_ = comm_id;
-  c->id_owner_ = agreed.owner;
-  rounds->holds_id = false;  // ~Comm releases it
-  ctx->live_comms.fetch_add(1);
-  c->across_table_ = std::move(across);
-  c->node_ = place(layout);
-  c->segment_ = std::move(created);
+  if (st.ok()) {
+    st = UcxTransport::create(ctx->worker(), p.rank, p.size, agreed.comm_id, peers, my_node,
+                              use_cma ? config.cma_min : SIZE_MAX, config.timeout_s, &t);
+  }
+  std::unique_ptr<Comm> c;
+  if (st.ok()) {
+    std::unique_ptr<Transport> transport(t);
+    c.reset(new Comm(std::move(transport), config, std::move(sel)));
+    c->context_ = ctx;
+    c->comm_id_ = agreed.comm_id;
+    c->id_owner_ = agreed.owner;
+    rounds->holds_id = false;  // ~Comm releases it
+    ctx->live_comms.fetch_add(1);
+    c->across_table_ = std::move(across);
+    c->node_ = place(layout);
+    c->segment_ = std::move(created);
+  }
+  // Making the transport may fail in one rank alone (no memory, an endpoint UCX could not
+  // create), whose peers would then wait for it in the wireup until their deadline.
+  COLLX_TRY(status_round(p, *rounds, st, "making its transport"));
+  // What remains may fail in this rank alone too (no memory, a deadline that passed here and
+  // not there), while its peers' succeeds: every rank takes part in the last status round,
+  // whatever happened to it, and all keep the communicator or none does (a rank that kept it
+  // where another did not would wait for that one in its first collective, and under the
+  // preload the other would pass that call through to MPI). The steps up to the segment's
+  // agreement allocate nothing (their lists' room was taken with the transport).
+  rounds->next = 3;
   // Finish every endpoint's wireup, then wait for all ranks to have done so: afterwards no
   // rank needs another to progress for anything but the collectives themselves.
   st = t->connect(config.timeout_s);
   if (st.ok()) st = c->run_barrier();
-  if (!st.ok()) return st;  // (c is freed)
-  // What remains may fail in this rank alone (an exception: no memory), while its peers'
-  // succeeds: each says how it went in confirm(), and all keep the communicator or none does
-  // (a rank that kept it where another did not would wait for that one in its first
-  // collective, and under the preload the other would pass that call through to MPI).
   bool admitted = false;
   try {
-    if (use_shm) {
-      std::vector<int64_t> pids;
-      if (use_cma) {
-        for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
-      }
+    if (st.ok() && use_shm) {
       st = c->setup_shm(peers[static_cast<size_t>(layout.local[0])].shm_name, shm_status,
                         std::move(pids), layout);
     }
@@ -316,7 +353,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
   } catch (...) {
     st = exception_status("collx_comm_create");
   }
-  st = c->confirm(st);
+  st = status_round(p, *rounds, st, "in its last steps");
   if (!st.ok()) {
     if (admitted) admit(c.get(), false);
     return st;  // (c is freed)

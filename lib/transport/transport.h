@@ -37,7 +37,14 @@ inline constexpr Clock::duration kCheckEvery = std::chrono::milliseconds(1);
 
 class Transport {
  public:
-  Transport(int rank, int size) : rank_(rank), size_(size), named_(rank) {}
+  // Takes the request list's room for a barrier and a small recursive doubling (2 per round,
+  // the rounds of folding in and out), the collectives of a communicator's creation: they
+  // then allocate nothing, and a rank finds no memory for them before its peers wait for it.
+  Transport(int rank, int size) : rank_(rank), size_(size), named_(rank) {
+    int rounds = 0;
+    for (int d = 1; d < size; d *= 2) ++rounds;
+    requests_.reserve(2 * static_cast<size_t>(rounds) + 2);
+  }
   virtual ~Transport() = default;
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;

@@ -30,6 +30,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
   t->close_timeout_s_ = timeout_s < 5 ? timeout_s : 5;  // closing after the barrier is local
   t->cma_min_ = cma_min;
   t->eps_.assign(size, nullptr);
+  t->completing_.reserve(size);
   t->watches_.assign(size, nullptr);
   t->cma_pid_.assign(size, 0);
   Status st;
@@ -63,11 +64,10 @@ UcxTransport::~UcxTransport() {
   // communicator with that peer, but for a failed peer or after an error (nothing is owed to
   // a peer then), where it is closed forcibly here; past the deadline, whatever is left is
   // dropped.
-  std::vector<void*> closing;
-  try {
-    closing.reserve(eps_.size());
-  } catch (...) {  // no memory: the closes are not awaited (a destructor must not throw)
-  }
+  // (Without the list's room, create found no memory: the closes are then not awaited, for a
+  // destructor must not allocate where it could throw.)
+  std::vector<void*>& closing = completing_;
+  closing.clear();
   {
     LockGuard g(worker_);
     for (size_t peer = 0; peer < eps_.size(); ++peer) {  // (empty if create found no memory)
@@ -86,7 +86,8 @@ UcxTransport::~UcxTransport() {
 }
 
 Status UcxTransport::connect(double timeout_s) {
-  std::vector<void*> flushing;
+  std::vector<void*>& flushing = completing_;
+  flushing.clear();
   ucs_status_t failure = UCS_OK;
   {
     LockGuard g(worker_);

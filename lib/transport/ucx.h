@@ -271,6 +271,9 @@ class UcxTransport final : public Transport {
   double close_timeout_s_ = 1;
   size_t cma_min_ = SIZE_MAX;
   std::vector<ucp_ep_h> eps_;
+  // UCX requests being completed: the flushes of connect(), the closes of the destructor.
+  // Room for one per endpoint is taken in create(), so that neither allocates.
+  std::vector<void*> completing_;
   std::vector<int64_t> cma_pid_;     // per peer: its pid where one-copy transfers apply, else 0
   std::vector<PeerWatch*> watches_;  // per peer; null for this rank
   std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
