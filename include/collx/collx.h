@@ -132,9 +132,10 @@ COLLX_API collx_status_t collx_finalize(void);
 
 /* Collective over the members: every rank calls it with the same size and its own rank.
  * Reads the COLLX_* environment (an unknown or malformed variable is COLLX_ERR_CONFIG).
- * Every member gets the communicator or none does: a rank whose steps failed (no memory, a
- * peer that did not answer within COLLX_TIMEOUT) says so through the allgather, and the
- * others return COLLX_ERR_PEER_FAILED naming it. */
+ * Every member gets the communicator or none does (given an allgather that works on every
+ * rank): a rank whose steps failed (no memory, a peer that did not answer within
+ * COLLX_TIMEOUT) says so through the allgather, and the others return COLLX_ERR_PEER_FAILED
+ * naming it. */
 COLLX_API collx_status_t collx_comm_create(const collx_comm_params_t* params, collx_comm_t* comm);
 /* Collective, like MPI_Comm_free: waits for the communicator's outstanding requests and for
  * every member (within the deadline), then frees it. A communicator that failed earlier is
