@@ -43,9 +43,9 @@ collx_comm_node_t place(const NodeLayout& l) {
 
 }  // namespace
 
-// How far a rank's bootstrap got, for a creation that fails where its peers cannot tell (a
-// local error before round 1, an exception: no memory): the allgather round they wait in,
-// which no deadline of ours bounds (the allgather is the user's), and the id it holds.
+// How far a rank's creation got, for one that fails where its peers cannot tell (a local
+// error, an exception: no memory): the allgather round they wait in or go to next, which no
+// deadline of ours bounds (the allgather is the user's), and the id it holds.
 struct BootRounds {
   int next = 1;           // the round the peers are in or go to next: 1, 2, 3 (a status
                           // round), or 0 (none: a round failed alike everywhere, or all done)
