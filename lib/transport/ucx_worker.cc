@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace collx {
@@ -29,9 +30,8 @@ bool tcp_only(ucp_context_h context) {
   if (f == nullptr) return false;
   ucp_context_print_info(context, f);
   fclose(f);
-  const bool only = tcp_is_the_only_network(std::string(text, len));
-  free(text);
-  return only;
+  const std::unique_ptr<char, decltype(&free)> owned(text, &free);  // also if parsing throws
+  return tcp_is_the_only_network(std::string(text, len));
 }
 
 }  // namespace
@@ -68,11 +68,15 @@ bool UcxWorker::complete_all(std::vector<void*>& reqs, double seconds, ucs_statu
 Status UcxWorker::create(UcxWorker** out) {
   std::unique_ptr<UcxWorker> w(new (std::nothrow) UcxWorker());  // freed on every failure
   if (w == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory creating the UCX worker");
-  ucp_config_t* config = nullptr;
-  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  ucp_config_t* read = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &read);
   if (s != UCS_OK) {
     return ucx_error("ucp_config_read", s);
   }
+  // Released on every way out, an exception's too (tcp_only allocates).
+  const std::unique_ptr<ucp_config_t, decltype(&ucp_config_release)> owned(read,
+                                                                           &ucp_config_release);
+  ucp_config_t* config = owned.get();
   // Endpoints to other nodes are checked at this interval: a peer that stops answering
   // without closing its connections is reported well inside a collective's deadline.
   if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
@@ -104,7 +108,6 @@ Status UcxWorker::create(UcxWorker** out) {
     s = ucp_init(&params, config, &w->context_);
     w->zcopy_always_ = s == UCS_OK;
   }
-  ucp_config_release(config);
   if (s != UCS_OK) {  // most often a UCX_TLS or UCX_NET_DEVICES that leaves nothing usable
     return error(COLLX_ERR_TRANSPORT,
                  "UCX could not start: ucp_init failed: %s (UCX says why on stderr; check "

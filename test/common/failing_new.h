@@ -5,7 +5,9 @@
 // throw std::bad_alloc, and the rest go through (fail_none(): none throws). g_live counts the
 // allocations not freed yet (a leak check). Include it in one file of a program only: it
 // defines the replaceable operators.
-// Not for sanitizer builds (their runtimes own operator new) nor valgrind (which replaces it).
+// Under ASan it takes the place of the runtime's operator new (tools/run-tests runs the
+// out-of-memory tests so): allocations go through the runtime's malloc, which still checks
+// every access and leak. Not under valgrind, which replaces operator new itself.
 #pragma once
 
 #include <atomic>
@@ -56,12 +58,47 @@ inline void release(void* p) {
 
 }  // namespace collx::test
 
-// The replaceable forms that libstdc++'s others (nothrow, array) call.
+// Every replaceable form, so that none is left to a runtime that defines its own (ASan's:
+// its nothrow or array new with this file's delete would be a mismatch it reports).
 void* operator new(size_t n) { return collx::test::allocate(n, 0); }
+void* operator new[](size_t n) { return collx::test::allocate(n, 0); }
 void* operator new(size_t n, std::align_val_t a) {
   return collx::test::allocate(n, static_cast<size_t>(a));
 }
+void* operator new[](size_t n, std::align_val_t a) {
+  return collx::test::allocate(n, static_cast<size_t>(a));
+}
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return collx::test::allocate(n, 0);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return collx::test::allocate(n, static_cast<size_t>(a));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
 void operator delete(void* p) noexcept { collx::test::release(p); }
+void operator delete[](void* p) noexcept { collx::test::release(p); }
 void operator delete(void* p, size_t) noexcept { collx::test::release(p); }
+void operator delete[](void* p, size_t) noexcept { collx::test::release(p); }
 void operator delete(void* p, std::align_val_t) noexcept { collx::test::release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { collx::test::release(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { collx::test::release(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { collx::test::release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { collx::test::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { collx::test::release(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  collx::test::release(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  collx::test::release(p);
+}
