@@ -7,26 +7,28 @@
 // exact; collx_finalize succeeds after a collx_init that did (nothing left holding it).
 //   oom_test           one rank in this process: collx_init, a communicator of one, blocking
 //                      and non-blocking allreduces, collx_comm_algorithm, collx_comm_destroy
-//                      and collx_finalize, with COLLX_PROFILE=1 (its report at destruction);
-//                      after each failing run the same run without failures must pass (the
-//                      library recovered), and as many allocations must be live as after a
-//                      first run (nothing the failure cut short leaked); then again with 4
-//                      allocations failing in a row from the k-th.
+//                      and collx_finalize, with COLLX_PROFILE=1 (its report at destruction,
+//                      and its JSON file); after each failing run the same run without
+//                      failures must pass (the library recovered), and as many allocations
+//                      must be live and file descriptors open as after a first run (nothing
+//                      the failure cut short leaked); then again with 4 allocations failing
+//                      in a row from the k-th.
 //   oom_test --ranks   two forked ranks over UCX and the node's shared memory, rank 0's k-th
 //                      allocation failing: the same calls, 3 and 2^18 elements (the 1 MiB
 //                      iallreduce runs on the communicator's thread), COLLX_TIMEOUT=0.3 so
 //                      that rank 1 learns soon that rank 0 left a collective; both ranks end
 //                      normally (not by a signal) within 30 s, having joined the same
-//                      allgather rounds, and both made the communicator or neither did;
-//                      neither's collx_comm_create times out (rank 0 tells rank 1 its
-//                      creation failed, wherever it did).
-//                      Then again with the ranks on two pretended nodes,
+//                      allgather rounds, both made the communicator or neither did, each
+//                      closed every file descriptor it opened, and neither's
+//                      collx_comm_create times out (rank 0 tells rank 1 its creation failed,
+//                      wherever it did). Then again with the ranks on two pretended nodes,
 //                      and on one node with 4 allocations failing in a row from the k-th (a
 //                      failure while another is handled: OOM_RUN=n, with OOM_K, that alone).
 // Only allocations made while the test is inside a libcollx call count (the test's own never
 // fail); the communicator's thread's count too while the test waits for it. UCX and MPI
 // allocate through malloc: not failed here. Prints "N passed, N failed" (OOM_VERBOSE=1: every
 // error each call returned too; OOM_K=k: --ranks runs that k alone).
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -208,21 +210,34 @@ bool one_rank_at(long k, long in_a_row) {
   return reached;
 }
 
+// This process's open file descriptors.
+long open_fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  long n = 0;
+  while (readdir(d) != nullptr) ++n;
+  closedir(d);
+  return n;
+}
+
 // k = 0, 1, ... until no k-th allocation is reached; after each, as many allocations are live
-// as after a first run without failures (nothing the failure cut short leaked).
+// and as many file descriptors open as after a first run without failures (nothing the
+// failure cut short leaked).
 void one_rank() {
   {
     Run first;
     sequence(first, 1, nullptr);
     expect(!first.any_error && first.failures.empty(), "a run without failures");
   }
-  const long live = g_live.load();
+  const long live = g_live.load(), fds = open_fds();
   for (const long in_a_row : {1L, 4L}) {  // (4: a failure while another is handled)
     for (long k = 0;; ++k) {
       const bool reached = one_rank_at(k, in_a_row);
-      const long leaked = g_live.load() - live;
+      const long leaked = g_live.load() - live, fds_leaked = open_fds() - fds;
       expect(leaked == 0, "k=" + std::to_string(k) + ": nothing leaked (" +
                               std::to_string(leaked) + " allocations more)");
+      expect(fds_leaked == 0, "k=" + std::to_string(k) + ": no file descriptor leaked (" +
+                                  std::to_string(fds_leaked) + " more open)");
       if (!reached) {
         std::printf("one rank, %ld in a row: %ld allocations inside libcollx calls, each "
                     "failed in turn\n", in_a_row, k);
@@ -253,8 +268,10 @@ void two_ranks(bool two_nodes, long in_a_row) {
       run.fail_at = rank == 0 ? k : -1;
       run.where = "rank " + std::to_string(rank) + ", k=" + std::to_string(k);
       g_seen = 0;
+      const long fds = open_fds();
       fail_from(run.fail_at, in_a_row);
       sequence(run, 2, &g);
+      if (open_fds() != fds) run.failures.push_back("file descriptors left open");
       for (const std::string& f : run.failures) {
         std::printf("FAILED rank %d, k=%ld: %s\n", rank, k, f.c_str());
       }
@@ -289,8 +306,9 @@ int main(int argc, char** argv) {
   setenv("COLLX_TIMEOUT", ranks ? "0.3" : "1", 1);  // how long a rank waits for one that failed
   if (!ranks) {
     // The profile's report (its allocations fail in turn too) goes to stderr at every
-    // destruction: away with it. This program writes to stdout.
+    // destruction, and its JSON to a file: away with both. This program writes to stdout.
     setenv("COLLX_PROFILE", "1", 1);
+    setenv("COLLX_PROFILE_FILE", "/dev/null", 1);
     if (std::freopen("/dev/null", "w", stderr) == nullptr) return 2;
   }
   if (ranks) {

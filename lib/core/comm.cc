@@ -151,12 +151,12 @@ Status Comm::report_profile() {
   }
   std::fputs(all.table(size()).c_str(), stderr);
   if (!config_.profile_file.empty()) {
+    const std::string j = all.json(size());  // before the file is open: it may throw
     FILE* f = std::fopen(config_.profile_file.c_str(), "w");
     if (f == nullptr) {
       return error(COLLX_ERR_CONFIG, "COLLX_PROFILE_FILE=%s: cannot write: %s",
                    config_.profile_file.c_str(), strerror(errno));
     }
-    const std::string j = all.json(size());
     const bool ok = std::fwrite(j.data(), 1, j.size(), f) == j.size();
     if (std::fclose(f) != 0 || !ok) {
       return error(COLLX_ERR_CONFIG, "COLLX_PROFILE_FILE=%s: write failed",

@@ -255,10 +255,11 @@ PeerWatch* UcxWorker::watch(const std::vector<uint8_t>& address, int64_t pid) {
   if (it != watches_.end()) return it->second.get();
   auto w = std::make_unique<PeerWatch>();
   w->owner = this;
-  // Without pidfds (Linux < 5.3) a dead local peer is found by the deadline instead.
-  if (pid > 0) w->pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   PeerWatch* raw = w.get();
   watches_.emplace(key, std::move(w));
+  // Opened once the map holds the watch (its emplace may throw), so that the destructor
+  // closes it. Without pidfds (Linux < 5.3) a dead local peer is found by the deadline.
+  if (pid > 0) raw->pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   return raw;
 }
 
