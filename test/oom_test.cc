@@ -28,7 +28,6 @@
 // fail); the communicator's thread's count too while the test waits for it. UCX and MPI
 // allocate through malloc: not failed here. Prints "N passed, N failed" (OOM_VERBOSE=1: every
 // error each call returned too; OOM_K=k: --ranks runs that k alone).
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -208,16 +207,6 @@ bool one_rank_at(long k, long in_a_row) {
   for (const std::string& f : clean.failures) expect(false, clean.where + ": " + f);
   expect(!clean.any_error && clean.failures.empty(), clean.where + ": every call succeeds");
   return reached;
-}
-
-// This process's open file descriptors.
-long open_fds() {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  long n = 0;
-  while (readdir(d) != nullptr) ++n;
-  closedir(d);
-  return n;
 }
 
 // k = 0, 1, ... until no k-th allocation is reached; after each, as many allocations are live

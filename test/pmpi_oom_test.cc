@@ -10,7 +10,7 @@
 // call returns MPI_SUCCESS with an exact result, or an error of class MPI_ERR_NO_MEM or
 // MPI_ERR_OTHER (libcollx's, on a communicator an earlier failure left unusable), the first
 // one MPI_ERR_NO_MEM; a request an erroneous call returns is MPI_REQUEST_NULL; MPI_Finalize
-// succeeds. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
+// succeeds, and leaves as many file descriptors open as there were before MPI_Init. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
 // The same again with 4 allocations failing in a row from the k-th (a failure while another
 // is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
 // k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two or more ranks, rank 1 failing: ranks().
@@ -100,6 +100,7 @@ float g_in[kBig], g_want[kBig], g_orphan_in[5], g_orphan_out[5];
 Outcome child() {
   alarm(30);  // (the default action ends the process: a hang is a signal)
   fail_from(g_k, g_in_a_row);
+  const long fds = open_fds();
   g_inside.store(true);
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
     bad("MPI_Init");
@@ -179,6 +180,7 @@ Outcome child() {
   }
   ok("MPI_Comm_free", MPI_Comm_free(&dup));
   if (MPI_Finalize() != MPI_SUCCESS) bad("MPI_Finalize");
+  if (open_fds() != fds) bad("file descriptors left open after MPI_Finalize");
   // A request freed before completion ended by MPI_Finalize at the latest.
   if (orphaned) expect_equal("MPI_Iallreduce (freed)", g_orphan_out, g_orphan_in, 5);
   g_inside.store(false);

@@ -10,6 +10,8 @@
 // every access and leak. Not under valgrind, which replaces operator new itself.
 #pragma once
 
+#include <dirent.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -30,6 +32,17 @@ inline void fail_from(long k, long n = 1) {
   g_left = k;
 }
 inline void fail_none() { fail_from(-1); }
+
+// This process's open file descriptors: the other leak check, for what the failure paths
+// open (files, pidfds, segments).
+inline long open_fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  long n = 0;
+  while (readdir(d) != nullptr) ++n;
+  closedir(d);
+  return n;
+}
 
 inline void* allocate(size_t n, size_t align) {
   if (g_inside.load(std::memory_order_relaxed)) {
