@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,46 @@ TEST_CASE("LRU map: bounded, forgets the least recently used, finds ranges by fl
   m.clear(drop);
   CHECK(m.size() == 0);
   CHECK(dropped.size() == 5);
+}
+
+namespace {
+
+// A key whose copy throws once `copies_left` reaches 0 (< 0: never), as an allocation that
+// finds no memory does.
+struct ThrowingKey {
+  int v;
+  static inline int copies_left = -1;
+  ThrowingKey(int x) : v(x) {}  // NOLINT: implicit, for brevity
+  ThrowingKey(const ThrowingKey& o) : v(o.v) { count(); }
+  ThrowingKey& operator=(const ThrowingKey& o) {
+    count();
+    v = o.v;
+    return *this;
+  }
+  static void count() {
+    if (copies_left == 0) throw std::bad_alloc();
+    if (copies_left > 0) --copies_left;
+  }
+  bool operator<(const ThrowingKey& o) const { return v < o.v; }
+};
+
+}  // namespace
+
+TEST_CASE("LRU map: a put that throws leaves no entry behind, and the bound holds after") {
+  LruMap<ThrowingKey, int> m(2);
+  int drops = 0;
+  auto drop = [&](const ThrowingKey&, int&) { ++drops; };
+  m.put(1, 10, drop);
+  // put copies the key into the order of use, then into the map: the second copy throws.
+  ThrowingKey::copies_left = 1;
+  CHECK_THROWS_AS(m.put(2, 20, drop), std::bad_alloc);
+  ThrowingKey::copies_left = -1;
+  CHECK(m.size() == 1);
+  CHECK(m.find(2) == nullptr);
+  for (int k = 3; k < 10; ++k) m.put(k, k * 10, drop);  // each past the bound drops the oldest
+  CHECK(m.size() == 2);
+  CHECK(drops == 6);
+  CHECK(*m.find(9) == 90);
 }
 
 TEST_CASE("pointer cache: one driver description per allocation, hits validated by id") {

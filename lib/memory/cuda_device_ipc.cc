@@ -174,6 +174,7 @@ class CudaDeviceIpc final : public DeviceIpc {
     const uintptr_t end = (reinterpret_cast<uintptr_t>(host) + bytes + page - 1) / page * page;
     void* base = reinterpret_cast<void*>(begin);
     constexpr unsigned kPortableMapped = 0x01 | 0x02;  // CU_MEMHOSTREGISTER_PORTABLE|DEVICEMAP
+    registered_.reserve(registered_.size() + 1);  // may throw: before there is anything to undo
     COLLX_TRY(pc_.check(d_.host_register(base, end - begin, kPortableMapped),
                         "cuMemHostRegister of the node's shared memory"));
     registered_.push_back(base);

@@ -34,7 +34,13 @@ Status IpcCache::map(int peer, const IpcExport& x, void** base) {
   void* opened = nullptr;
   COLLX_TRY(opener_->open(peer, x.handle, &opened));
   ++stats_.opens;
-  maps_.put(key, Mapping{opened, x.size, x.buffer_id, x.handle}, on_drop);
+  try {
+    maps_.put(key, Mapping{opened, x.size, x.buffer_id, x.handle}, on_drop);
+  } catch (...) {  // no memory for the entry: the mapping must not outlive the call unrecorded
+    opener_->close(opened);
+    ++stats_.closes;
+    throw;
+  }
   *base = opened;
   return Status();
 }

@@ -33,7 +33,8 @@ class LruMap {
   }
 
   // Inserts or replaces the entry of `key` (on_drop(key, old value) first when replacing);
-  // when the map is full, the least recently used entry is dropped through on_drop.
+  // when the map is full, the least recently used entry is dropped through on_drop. Where it
+  // throws (no memory), the new entry is in neither the map nor the order of use.
   template <typename OnDrop>
   Value& put(const Key& key, Value value, OnDrop&& on_drop) {
     erase(key, on_drop);
@@ -42,9 +43,14 @@ class LruMap {
       erase(victim, on_drop);
     }
     uses_.push_front(key);
-    auto [it, inserted] = map_.emplace(key, Node{std::move(value), uses_.begin()});
-    (void)inserted;
-    return it->second.value;
+    try {
+      auto [it, inserted] = map_.emplace(key, Node{std::move(value), uses_.begin()});
+      (void)inserted;
+      return it->second.value;
+    } catch (...) {
+      uses_.pop_front();  // else the eviction would pick a key with no entry, and stop
+      throw;
+    }
   }
 
   // Drops the entry of `key`, if any, through on_drop(key, value).
