@@ -24,6 +24,8 @@
 //                      wherever it did). Then again with the ranks on two pretended nodes,
 //                      and on one node with 4 allocations failing in a row from the k-th (a
 //                      failure while another is handled: OOM_RUN=n, with OOM_K, that alone).
+//                      OOM_RANK=1: rank 1's allocations fail instead (the rank that attaches
+//                      the segment and is not the bootstrap's root).
 // Only allocations made while the test is inside a libcollx call count (the test's own never
 // fail); the communicator's thread's count too while the test waits for it. UCX and MPI
 // allocate through malloc: not failed here. Prints "N passed, N failed" (OOM_VERBOSE=1: every
@@ -237,24 +239,24 @@ void one_rank() {
   }
 }
 
-// Two forked ranks, rank 0's k-th allocation failing; on one node, or (two_nodes) each on a
-// pretended node of its own (UCX alone, announcements between the ranks). Exit status: 0 if
-// the rules held and the allocation was reached, 3 if the run reached no k-th allocation, 1 if
-// a rule broke.
-void two_ranks(bool two_nodes, long in_a_row) {
+// Two forked ranks, rank `failing`'s k-th allocation failing; on one node, or (two_nodes)
+// each on a pretended node of its own (UCX alone, announcements between the ranks). Exit
+// status: 0 if the rules held and the allocation was reached, 3 if the run reached no k-th
+// allocation, 1 if a rule broke.
+void two_ranks(bool two_nodes, long in_a_row, int failing) {
   const std::string setting = std::string(two_nodes ? "two ranks on two pretended nodes"
                                                      : "two ranks") +
                               (in_a_row > 1 ? ", " + std::to_string(in_a_row) + " in a row" : "");
   const char* only = std::getenv("OOM_K");  // one k alone (to look into a failure)
   for (long k = only != nullptr ? std::atol(only) : 0;; ++k) {
-    const std::vector<int> rcs = fork_ranks(2, [k, two_nodes, in_a_row](Board* b, int rank) {
+    const std::vector<int> rcs = fork_ranks(2, [&](Board* b, int rank) {
       alarm(30);  // a hang ends as SIGALRM, which the parent reports
       if (two_nodes) setenv("COLLX_NODE", rank == 0 ? "node-a" : "node-b", 1);
       Group g{b, rank, 2};
       g.deadline_s = 5;
       Run run;
       run.rank = rank;
-      run.fail_at = rank == 0 ? k : -1;
+      run.fail_at = rank == failing ? k : -1;
       run.where = "rank " + std::to_string(rank) + ", k=" + std::to_string(k);
       g_seen = 0;
       const long fds = open_fds();
@@ -265,20 +267,21 @@ void two_ranks(bool two_nodes, long in_a_row) {
         std::printf("FAILED rank %d, k=%ld: %s\n", rank, k, f.c_str());
       }
       if (!run.failures.empty()) return 1;
-      return rank == 0 && g_seen.load() <= k ? 3 : 0;
+      return rank == failing && g_seen.load() <= k ? 3 : 0;
     });
     expect(rcs.size() == 2, "two ranks forked");
     if (rcs.size() != 2) return;
     const std::string where = setting + ", k=" + std::to_string(k);
-    expect(rcs[0] == 0 || rcs[0] == 3, where + ": rank 0 ended normally with its rules held (" +
-                                           std::to_string(rcs[0]) + ")");
-    expect(rcs[1] == 0, where + ": rank 1 ended normally with its rules held (" +
-                            std::to_string(rcs[1]) + ")");
+    for (int r = 0; r < 2; ++r) {
+      expect(rcs[r] == 0 || (r == failing && rcs[r] == 3),
+             where + ": rank " + std::to_string(r) + " ended normally with its rules held (" +
+                 std::to_string(rcs[r]) + ")");
+    }
     if (only != nullptr) return;
-    if (rcs[0] != 0) {
-      std::printf("%s: %ld allocations of rank 0 inside libcollx calls, each failed in turn\n",
-                  setting.c_str(), k);
-      expect(k > 10, "rank 0 allocates");
+    if (rcs[failing] != 0) {
+      std::printf("%s: %ld allocations of rank %d inside libcollx calls, each failed in turn\n",
+                  setting.c_str(), k, failing);
+      expect(k > 10, "the failing rank allocates");
       return;
     }
   }
@@ -303,11 +306,13 @@ int main(int argc, char** argv) {
   if (ranks) {
     // The third: an allocation that fails while the failure of another is handled.
     const char* run = std::getenv("OOM_RUN");  // (with OOM_K: that run alone)
+    const char* rank = std::getenv("OOM_RANK");  // the failing rank (default 0)
+    const int failing = rank != nullptr ? std::atoi(rank) : 0;
     if (run == nullptr) {
-      two_ranks(false, 1);
-      two_ranks(true, 1);
+      two_ranks(false, 1, failing);
+      two_ranks(true, 1, failing);
     }
-    two_ranks(false, run != nullptr ? std::atol(run) : 4);
+    two_ranks(false, run != nullptr ? std::atol(run) : 4, failing);
   } else {
     one_rank();
   }
