@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <set>
 #include <vector>
 
@@ -115,11 +116,13 @@ TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no ar
     bool mps;
     int no_area;  // this rank's flag_area fails
     Algo small;   // what a small call runs then
+    int no_memory = -1;  // this rank's device object finds no memory (its factory throws)
   };
   const Case cases[] = {
       {"one GPU without MPS", 2, false, -1, Algo::kStaged},
       {"a rank without an area", 3, true, 2, Algo::kCudaIpcOneShot},
       {"nine ranks", 9, true, -1, Algo::kCudaIpcOneShot},
+      {"a rank whose device object finds no memory", 3, true, -1, Algo::kStaged, 1},
   };
   for (const Case& k : cases) {
     INFO(k.what);
@@ -133,6 +136,11 @@ TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no ar
         d.flags_absent = rank == k.no_area;
       };
       f.attach(c);
+      if (rank == k.no_memory) {
+        c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
+          throw std::bad_alloc();
+        });
+      }
       std::vector<float> buf(100);
       f.devs.device_memory(buf.data(), buf.size() * 4, 0);
       for (int i = 0; i < 2; ++i) {
@@ -143,7 +151,7 @@ TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no ar
         TCHECK(buf[99] == 0.5f * static_cast<float>(k.p));
         TCHECK(c.last_algo() == k.small);
       }
-      TCHECK(f.ipc_made >= 1);
+      TCHECK(f.ipc_made >= (rank == k.no_memory ? 0 : 1));
       const Status down = c.shutdown();
       TCHECK(down.ok());
     });
@@ -293,6 +301,10 @@ TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead"
          if (rank == 1) f.setup = [](FakeDeviceIpc& d) { d.fail_open = true; };
        }},
       {"no IPC device", [](int, Fakes&) {}},  // set below: the factory fails on rank 0
+      // Set below: rank 0's factory throws, as making a device object that finds no memory
+      // does (before, rank 0's call failed with it and its peers waited for its vote until
+      // their deadline).
+      {"no memory for the device object", [](int, Fakes&) {}},
   };
   for (const Case& k : cases) {
     INFO(k.what);
@@ -305,6 +317,11 @@ TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead"
       if (std::string(k.what) == "no IPC device" && rank == 0) {
         c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) {
           return error(COLLX_ERR_UNSUPPORTED, "no IPC here");
+        });
+      }
+      if (std::string(k.what) == "no memory for the device object" && rank == 0) {
+        c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
+          throw std::bad_alloc();
         });
       }
       std::vector<int32_t> buf(3000, rank + 1);

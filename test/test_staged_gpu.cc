@@ -6,6 +6,7 @@
 // registered is counted.
 #include <catch2/catch.hpp>
 
+#include <new>
 #include <string>
 #include <vector>
 
@@ -71,16 +72,22 @@ TEST_CASE("staged_gpu: only from its size; where any rank cannot take part, all 
     const char* what;
     int spoiled;  // the rank that cannot take part, or -1
     bool no_device;  // its device object cannot be made (else its registration fails)
+    bool no_memory = false;  // with no_device: its factory throws, as no memory does
   };
   for (const Case k : {Case{"every rank can", -1, false}, Case{"a registration fails", 2, false},
-                       Case{"no device object", 0, true}}) {
+                       Case{"no device object", 0, true},
+                       Case{"no memory for the device object", 1, true, true}}) {
     INFO(k.what);
     run_ranks(3, {staged_gpu_config(8192)}, [&](int rank, std::vector<Comm*>& comms) {
       Comm& c = *comms[0];
       Fakes f;
       f.attach(c);
       if (rank == k.spoiled) {
-        if (k.no_device) {
+        if (k.no_memory) {
+          c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
+            throw std::bad_alloc();
+          });
+        } else if (k.no_device) {
           c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) {
             return error(COLLX_ERR_UNSUPPORTED, "no device object here");
           });

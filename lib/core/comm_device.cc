@@ -12,6 +12,22 @@
 
 namespace collx {
 
+namespace {
+
+// A rank's own part before a vote of the device algorithms, as a status: an exception there
+// (no memory for its device object or caches) must not keep it from the vote its peers wait
+// in; it votes no, and every rank stages the call.
+template <typename F>
+Status own_part(const char* what, F&& part) {
+  try {
+    return part();
+  } catch (...) {
+    return exception_status(what);
+  }
+}
+
+}  // namespace
+
 // Device buffers: over CUDA IPC where every rank of the node can take part, else staged
 // through host memory. COLLX_CHECK checks the call as a whole first (the chunks of staged
 // calls that disagree could agree), so that a mismatch leaves every rank at the same
@@ -69,24 +85,23 @@ Status Comm::execute_ipc(const AllreduceOp& op, bool* ran) {
   *ran = false;
   // This rank's part: its device's IPC object (kept across calls) and its buffers' handles.
   // Where it cannot, it still takes part in the vote, which then sends every rank to staging.
-  Status local;
-  if (ipc_dev_ == nullptr || ipc_device_ != op.device) {
-    ipc_peers_.reset();  // its mappings close through the old object
-    ipc_dev_.reset();
-    ipc_device_ = -1;
-    std::unique_ptr<DeviceIpc> dev;
-    local = make_ipc_(op.device, &dev);
-    if (local.ok()) {
+  IpcExport send_x, recv_x;
+  const Status local = own_part("the CUDA IPC allreduce's setup", [&] {
+    if (ipc_dev_ == nullptr || ipc_device_ != op.device) {
+      ipc_peers_.reset();  // its mappings close through the old object
+      ipc_dev_.reset();
+      ipc_device_ = -1;
+      std::unique_ptr<DeviceIpc> dev;
+      COLLX_TRY(make_ipc_(op.device, &dev));
+      ipc_peers_ = std::make_unique<IpcCache>(dev.get(), std::max<size_t>(64, 4 * size()));
       ipc_dev_ = std::move(dev);
-      ipc_peers_ = std::make_unique<IpcCache>(ipc_dev_.get(), std::max<size_t>(64, 4 * size()));
       ipc_device_ = op.device;
     }
-  }
-  // The peers read the input as soon as this rank says it is there.
-  if (local.ok()) local = ipc_dev_->wait_stream(op.on_stream ? op.stream : nullptr);
-  IpcExport send_x, recv_x;
-  if (local.ok()) local = ipc_export(op.send_base, op.send_size, op.send_id, op.send, &send_x);
-  if (local.ok()) local = ipc_export(op.recv_base, op.recv_size, op.recv_id, op.recv, &recv_x);
+    // The peers read the input as soon as this rank says it is there.
+    COLLX_TRY(ipc_dev_->wait_stream(op.on_stream ? op.stream : nullptr));
+    COLLX_TRY(ipc_export(op.send_base, op.send_size, op.send_id, op.send, &send_x));
+    return ipc_export(op.recv_base, op.recv_size, op.recv_id, op.recv, &recv_x);
+  });
   const CudaIpcArgs args{*transport_,
                          *shm_,
                          scratch_,
@@ -116,8 +131,11 @@ Status Comm::execute_flags(const AllreduceOp& op, bool* ran) {
   if (flags_.state == Flags::State::kUnknown) {
     // Where this rank cannot make its device object it still takes part, voting no.
     std::unique_ptr<DeviceIpc> dev;
-    if (!make_ipc_(op.device, &dev).ok()) dev.reset();
-    flags_.areas.assign(static_cast<size_t>(size()), nullptr);
+    const Status made = own_part("the one-kernel allreduce's setup", [&] {
+      flags_.areas.assign(static_cast<size_t>(size()), nullptr);
+      return make_ipc_(op.device, &dev);
+    });
+    if (!made.ok()) dev.reset();  // (without a device the setup touches no area)
     bool on = false;
     transport_->begin_op(next_seq_++, config_.timeout_s, config_.spin);
     Status st =
@@ -186,8 +204,11 @@ Status Comm::execute_staged_gpu(const AllreduceOp& op, bool* ran) {
     g.device = op.device;
     std::unique_ptr<DeviceIpc> dev;
     void* slots = nullptr;
-    if (make_ipc_(op.device, &dev).ok() &&
-        dev->map_host(shm_->slots_begin(), shm_->slots_bytes(), &slots).ok()) {
+    const Status made = own_part("the staged allreduce's setup", [&] {
+      COLLX_TRY(make_ipc_(op.device, &dev));
+      return dev->map_host(shm_->slots_begin(), shm_->slots_bytes(), &slots);
+    });
+    if (made.ok()) {
       g.dev = std::move(dev);
       g.slots_device = static_cast<uint8_t*>(slots);
     }

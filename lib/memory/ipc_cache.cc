@@ -39,7 +39,7 @@ Status IpcCache::map(int peer, const IpcExport& x, void** base) {
   } catch (...) {  // no memory for the entry: the mapping must not outlive the call unrecorded
     opener_->close(opened);
     ++stats_.closes;
-    throw;
+    return exception_status("the IPC registration cache");  // a rank's vote: no
   }
   *base = opened;
   return Status();

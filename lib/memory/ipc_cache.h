@@ -55,7 +55,7 @@ class IpcCache {
   IpcCache& operator=(const IpcCache&) = delete;
 
   // This process's address of the start of `peer`'s allocation exported as `x`: from the
-  // cache, or opened now.
+  // cache, or opened now. No memory for its entry is COLLX_ERR_NO_MEMORY (nothing left open).
   Status map(int peer, const IpcExport& x, void** base);
 
   struct Stats {
