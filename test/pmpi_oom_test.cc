@@ -10,7 +10,8 @@
 // call returns MPI_SUCCESS with an exact result, or an error of class MPI_ERR_NO_MEM or
 // MPI_ERR_OTHER (libcollx's, on a communicator an earlier failure left unusable), the first
 // one MPI_ERR_NO_MEM; a request an erroneous call returns is MPI_REQUEST_NULL; MPI_Finalize
-// succeeds, and leaves as many file descriptors open as there were before MPI_Init. A run without failures must return no error, and some run must see MPI_ERR_NO_MEM.
+// succeeds, and leaves as many file descriptors open as there were before MPI_Init. A run
+// without failures must return no error, and some run must see MPI_ERR_NO_MEM.
 // The same again with 4 allocations failing in a row from the k-th (a failure while another
 // is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
 // k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two or more ranks, rank 1 failing: ranks().

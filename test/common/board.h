@@ -76,8 +76,8 @@ inline int board_barrier(Group& g) {
 // Forks p ranks sharing a fresh Board; rank r exits with fn(board, r), or with 23 where
 // LeakSanitizer (under ASan, leak checking on) finds that it leaked: _Exit skips the check at
 // exit. Returns each rank's exit status (128 + the signal for a rank killed by one), or an
-// empty vector if the board could not be mapped. The GPU programs call it before touching CUDA: a forked child cannot
-// use a CUDA context of its parent.
+// empty vector if the board could not be mapped. The GPU programs call it before touching
+// CUDA: a forked child cannot use a CUDA context of its parent.
 inline std::vector<int> fork_ranks(int p, const std::function<int(Board*, int)>& fn) {
   auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
