@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <new>
 #include <set>
 #include <vector>
 
@@ -136,11 +135,7 @@ TEST_CASE("CUDA flags: off where ranks share a GPU without MPS, a rank has no ar
         d.flags_absent = rank == k.no_area;
       };
       f.attach(c);
-      if (rank == k.no_memory) {
-        c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
-          throw std::bad_alloc();
-        });
-      }
+      if (rank == k.no_memory) device_object_without_memory(c);
       std::vector<float> buf(100);
       f.devs.device_memory(buf.data(), buf.size() * 4, 0);
       for (int i = 0; i < 2; ++i) {
@@ -320,9 +315,7 @@ TEST_CASE("CUDA IPC: where any rank cannot take part, every rank stages instead"
         });
       }
       if (std::string(k.what) == "no memory for the device object" && rank == 0) {
-        c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
-          throw std::bad_alloc();
-        });
+        device_object_without_memory(c);
       }
       std::vector<int32_t> buf(3000, rank + 1);
       f.devs.device_memory(buf.data(), buf.size() * 4, 0);

@@ -6,7 +6,6 @@
 // registered is counted.
 #include <catch2/catch.hpp>
 
-#include <new>
 #include <string>
 #include <vector>
 
@@ -84,9 +83,7 @@ TEST_CASE("staged_gpu: only from its size; where any rank cannot take part, all 
       f.attach(c);
       if (rank == k.spoiled) {
         if (k.no_memory) {
-          c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status {
-            throw std::bad_alloc();
-          });
+          device_object_without_memory(c);
         } else if (k.no_device) {
           c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) {
             return error(COLLX_ERR_UNSUPPORTED, "no device object here");

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <set>
 #include <thread>
 #include <utility>
@@ -193,6 +194,11 @@ struct Fakes {
     });
   }
 };
+
+// Makes c's device objects fail as making one that finds no memory does: the factory throws.
+inline void device_object_without_memory(Comm& c) {
+  c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status { throw std::bad_alloc(); });
+}
 
 inline AllreduceOp device_op(Comm& c, const void* send, void* recv, size_t count, collx_dtype_t d,
                       collx_op_t op) {
