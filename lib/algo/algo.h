@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "algo/store_choice.h"
@@ -23,21 +24,22 @@ class DeviceIpc;
 struct Fold;
 
 // Temporary space owned by the communicator and reused between calls: after warm-up a repeated
-// call allocates nothing (and UCX's registration cache keeps it registered).
+// call allocates nothing (and UCX's registration cache keeps it registered). Page-aligned,
+// through operator new like the library's other allocations.
 class Scratch {
  public:
   Scratch() = default;
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { std::free(data_); }
+  ~Scratch() { ::operator delete(data_, kAlign); }
 
   // Null (with a COLLX_ERR_NO_MEMORY status) if the allocation fails.
   Status get(size_t bytes, uint8_t** out) {
     if (bytes > size_) {
       const size_t n = (bytes + 4095) & ~size_t{4095};
-      void* p = std::aligned_alloc(4096, n);
+      void* p = ::operator new(n, kAlign, std::nothrow);
       if (p == nullptr) return error(COLLX_ERR_NO_MEMORY, "out of memory: %zu bytes of scratch", n);
-      std::free(data_);
+      ::operator delete(data_, kAlign);
       data_ = static_cast<uint8_t*>(p);
       size_ = n;
     }
@@ -46,6 +48,7 @@ class Scratch {
   }
 
  private:
+  static constexpr std::align_val_t kAlign{4096};
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

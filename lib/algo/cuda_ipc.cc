@@ -62,15 +62,15 @@ bool descriptors_timesliced(const ShmChannel& ch) {
   return timesliced(ch.size(), [&](int q) { return head_of(ch, q); });
 }
 
-// Describes this rank's buffers, waits for every rank's description, opens the peers'
-// buffers and votes. *ran: every rank could; then send_of[q] and recv_of[q] are rank q's
-// buffers as this process addresses them.
-Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool* ran, const uint8_t** send_of,
-                         uint8_t** recv_of) {
+// Describes this rank's buffers (`able`: it can take part), waits for every rank's
+// description, opens the peers' buffers and votes. *ran: every rank could; then send_of[q]
+// and recv_of[q] are rank q's buffers as this process addresses them.
+Status describe_and_open(const CudaIpcArgs& a, uint64_t e, bool able, bool* ran,
+                         const uint8_t** send_of, uint8_t** recv_of) {
   ShmChannel& ch = a.ch;
   const int p = ch.size(), r = ch.rank();
   Descriptor mine{};
-  mine.head = gpu_head(a.dev, a.exported);
+  mine.head = gpu_head(a.dev, a.exported && able);
   mine.send = a.send_x;
   mine.recv = a.recv_x;
   std::memcpy(ch.flags(r).ipc.descriptor, &mine, sizeof mine);
@@ -235,13 +235,15 @@ Status allreduce_cuda_ipc(const CudaIpcArgs& a, bool* ran) {
   *ran = false;
   const auto p = static_cast<size_t>(a.ch.size());
   const uint64_t e = a.ch.next_epoch();
-  // Per rank: its input, its output, and the kernel's input (its input, offset).
+  // Per rank: its input, its output, and the kernel's input (its input, offset). A rank
+  // without memory for them still describes itself (its peers wait for that), voting no.
   uint8_t* space = nullptr;
-  COLLX_TRY(a.scratch.get(3 * p * sizeof(void*), &space));
-  auto* send_of = reinterpret_cast<const uint8_t**>(space);
-  auto* recv_of = reinterpret_cast<uint8_t**>(space + p * sizeof(void*));
-  auto* inputs = reinterpret_cast<const void**>(space + 2 * p * sizeof(void*));
-  COLLX_TRY(describe_and_open(a, e, ran, send_of, recv_of));
+  const bool have_space = a.scratch.get(3 * p * sizeof(void*), &space).ok();
+  auto* send_of = have_space ? reinterpret_cast<const uint8_t**>(space) : nullptr;
+  auto* recv_of = have_space ? reinterpret_cast<uint8_t**>(space + p * sizeof(void*)) : nullptr;
+  auto* inputs =
+      have_space ? reinterpret_cast<const void**>(space + 2 * p * sizeof(void*)) : nullptr;
+  COLLX_TRY(describe_and_open(a, e, have_space, ran, send_of, recv_of));
   if (!*ran) return Status();
   for (size_t q = 0; q < p; ++q) inputs[q] = send_of[q];
   return a.two_shot ? two_shot(a, e, inputs, recv_of) : one_shot(a, e, inputs);

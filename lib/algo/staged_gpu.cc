@@ -19,10 +19,10 @@
 // never overwritten while a peer's kernel may read it; nothing is read once a rank returns.
 //
 // The first epoch carries each rank's GPU, whether it runs under MPS, and its vote (it has a
-// device object and the registered segment, and its first copy worked), and the call check
-// (algo/shm_sync.h). Where any rank votes no, or two ranks share a GPU without MPS (whose
-// kernels would each wait for a time slice), every rank returns having reduced nothing, for
-// the host algorithms to stage the call. A rank whose GPU work fails later publishes
+// device object, the registered segment and memory for the kernels' inputs, and its first
+// copy worked), and the call check (algo/shm_sync.h). Where any rank votes no, or two ranks
+// share a GPU without MPS (whose kernels would each wait for a time slice), every rank
+// returns having reduced nothing, for the host algorithms to stage the call. A rank whose GPU work fails later publishes
 // `aborted` for the epoch the others wait on, so they stop at once.
 #include <algorithm>
 #include <cstring>
@@ -50,8 +50,10 @@ Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran) {
   };
 
   uint64_t e = ch.next_epoch();
-  bool can = a.dev != nullptr;  // and its first copy worked
-  if (can) {
+  // The kernels' inputs: taken before the first epoch, which carries this rank's vote.
+  uint8_t* space = nullptr;
+  bool can = a.dev != nullptr && a.scratch.get(static_cast<size_t>(p) * sizeof(void*), &space).ok();
+  if (can) {  // and its first copy works
     Status st = copy_in(0, e);
     const Status synced = a.dev->synchronize();
     can = st.ok() && synced.ok();
@@ -74,8 +76,6 @@ Status allreduce_staged_gpu(const StagedGpuArgs& a, bool* ran) {
   if (timesliced(p, head_of)) return Status();
   *ran = true;
 
-  uint8_t* space = nullptr;
-  COLLX_TRY(a.scratch.get(static_cast<size_t>(p) * sizeof(void*), &space));
   auto* inputs = reinterpret_cast<const void**>(space);
   for (size_t i = 0; i < chunks; ++i) {
     for (int q = 0; q < p; ++q) inputs[q] = a.slots_device + (ch.slot(e, q) - ch.slots_begin());

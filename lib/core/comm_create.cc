@@ -324,6 +324,10 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
     c->across_table_ = std::move(across);
     c->node_ = place(layout);
     c->segment_ = std::move(created);
+    // The scratch space of the creation's own small allreduces (setup_shm), taken here: a
+    // rank without it fails in the status round below, not in an allreduce its peers wait in.
+    uint8_t* space = nullptr;
+    st = c->scratch_.get(4096, &space);
   }
   // Making the transport may fail in one rank alone (no memory, an endpoint UCX could not
   // create), whose peers would then wait for it in the wireup until their deadline.

@@ -1,5 +1,7 @@
 #include "memory/pointer_cache.h"
 
+#include <new>
+
 namespace collx {
 
 const char* mem_kind_name(MemKind k) {
@@ -44,7 +46,13 @@ MemRange PointerCache::classify(const void* ptr, size_t bytes, bool* straddles) 
     *straddles = true;
     return MemRange{};
   }
-  ranges_.put(r.base, r, drop);
+  try {
+    ranges_.put(r.base, r, drop);
+  } catch (const std::bad_alloc&) {
+    // No memory for the entry: the range is right all the same, only not kept (the next call
+    // asks the driver again). Failing here would leave this rank out of a collective that
+    // its peers enter (a device path's vote), to their deadline.
+  }
   return r;
 }
 

@@ -1,8 +1,9 @@
 // The program's own operator new, which fails the k-th allocation counted: the out-of-memory
-// tests (oom_test.cc, pmpi_oom_test.cc). libcollx and its preload allocate only through it;
-// UCX, hwloc and MPI are C and allocate through malloc, which is left alone. An allocation is
-// counted while g_inside is set; after fail_from(k, n), k allocations go through, the next n
-// throw std::bad_alloc, and the rest go through (fail_none(): none throws). g_live counts the
+// tests (oom_test.cc, pmpi_oom_test.cc, device_oom_test.cc). libcollx and its preload
+// allocate only through it; UCX, hwloc and MPI are C and allocate through malloc, which is
+// left alone. An allocation is counted while g_inside is set, unless its thread set
+// t_exempt; after fail_from(k, n), k allocations go through, the next n throw
+// std::bad_alloc, and the rest go through (fail_none(): none throws). g_live counts the
 // allocations not freed yet (a leak check). Include it in one file of a program only: it
 // defines the replaceable operators.
 // Under ASan it takes the place of the runtime's operator new (tools/run-tests runs the
@@ -25,6 +26,7 @@ inline std::atomic<long> g_run{1};         // then how many fail in a row
 inline std::atomic<long> g_run_left{0};    // of those, how many are still to fail
 inline std::atomic<long> g_seen{0};        // allocations counted
 inline std::atomic<long> g_live{0};        // allocations not freed yet
+inline thread_local bool t_exempt = false;  // this thread's allocations are never counted
 
 inline void fail_from(long k, long n = 1) {
   g_run_left = 0;
@@ -45,7 +47,7 @@ inline long open_fds() {
 }
 
 inline void* allocate(size_t n, size_t align) {
-  if (g_inside.load(std::memory_order_relaxed)) {
+  if (g_inside.load(std::memory_order_relaxed) && !t_exempt) {
     g_seen.fetch_add(1, std::memory_order_relaxed);
     if (g_left.fetch_sub(1, std::memory_order_relaxed) == 0) {
       g_run_left = g_run.load() - 1;

@@ -177,21 +177,28 @@ struct Fakes {
   int ipc_made = 0, copiers_made = 0;
   std::function<void(FakeDeviceIpc&)> setup = [](FakeDeviceIpc&) {};
 
-  void attach(Comm& c, uint8_t device_uuid = 7) {
+  uint8_t device_uuid = 7;
+
+  void attach(Comm& c, uint8_t uuid = 7) {
+    device_uuid = uuid;
     c.set_memory_query(&devs);
-    c.set_ipc_factory([this, device_uuid](int, std::unique_ptr<DeviceIpc>* out) {
-      auto d = std::make_unique<FakeDeviceIpc>(device_uuid);
-      setup(*d);
-      ipc = d.get();
-      ++ipc_made;
-      *out = std::move(d);
-      return Status();
-    });
+    c.set_ipc_factory([this](int, std::unique_ptr<DeviceIpc>* out) { return make_ipc(out); });
     c.set_copier_factory([this](int, std::unique_ptr<DeviceCopier>* out) {
-      ++copiers_made;
-      *out = std::make_unique<FakeCopier>();
-      return Status();
+      return make_copier(out);
     });
+  }
+  Status make_ipc(std::unique_ptr<DeviceIpc>* out) {
+    auto d = std::make_unique<FakeDeviceIpc>(device_uuid);
+    setup(*d);
+    ipc = d.get();
+    ++ipc_made;
+    *out = std::move(d);
+    return Status();
+  }
+  Status make_copier(std::unique_ptr<DeviceCopier>* out) {
+    ++copiers_made;
+    *out = std::make_unique<FakeCopier>();
+    return Status();
   }
 };
 
