@@ -6,11 +6,10 @@
 // entries, the scratch space), so its failures are the ones that matter: where the rank
 // finds no memory for its own part, it votes no and every rank stages the call, so that no
 // rank waits for it to its deadline. Every call must succeed with the exact result, or (on
-// that rank) fail with COLLX_ERR_NO_MEMORY; no peer's call may time out; nothing leaks.
-// The fakes and the in-process transport stand for the CUDA driver and UCX, which allocate
-// through their own allocators: their allocations are never failed. Host staging runs once
-// before the counted calls (its copier, its chunk collectives), so that a rank that votes no
-// stages on memory it already holds.
+// that rank) fail with COLLX_ERR_NO_MEMORY; no peer's call may fail; nothing leaks. The fakes
+// stand for the CUDA driver, which does not allocate from the C++ heap: their allocations are
+// never failed. Host staging runs once before the counted calls (its copier, its chunk
+// collectives), so that a rank that votes no stages on memory it already holds.
 #include <catch2/catch.hpp>
 
 #include <atomic>
