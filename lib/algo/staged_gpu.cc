@@ -22,8 +22,9 @@
 // device object, the registered segment and memory for the kernels' inputs, and its first
 // copy worked), and the call check (algo/shm_sync.h). Where any rank votes no, or two ranks
 // share a GPU without MPS (whose kernels would each wait for a time slice), every rank
-// returns having reduced nothing, for the host algorithms to stage the call. A rank whose GPU work fails later publishes
-// `aborted` for the epoch the others wait on, so they stop at once.
+// returns having reduced nothing, for the host algorithms to stage the call. A rank whose
+// GPU work fails later publishes `aborted` for the epoch the others wait on, so they stop at
+// once.
 #include <algorithm>
 #include <cstring>
 
