@@ -100,6 +100,8 @@ auto exempt_factory(Fakes& f, Status (Fakes::*make)(std::unique_ptr<Interface>*)
   };
 }
 
+constexpr int kRanks = 3;  // on one node
+
 struct Path {
   const char* name;
   Algo algo;       // what the counted calls run where no rank votes no
@@ -147,7 +149,6 @@ struct Problems {
 // twice, in place), its allocations counted if it is the failing rank.
 void rank_calls(const Path& path, Comm& c, int rank, bool counted, long k, long in_a_row,
                 Problems& found) {
-  constexpr int p = 3;
   Fakes f;
   f.attach(c);
   c.set_ipc_factory(exempt_factory<ExemptDevice>(f, &Fakes::make_ipc));
@@ -160,18 +161,12 @@ void rank_calls(const Path& path, Comm& c, int rank, bool counted, long k, long 
   f.devs.device_memory(warm.data(), warm.size() * 4, 0);
   f.devs.device_memory(in.data(), in.size() * 4, 0);
   f.devs.device_memory(out.data(), out.size() * 4, 0);
-  // Each call classifies its buffers, which makes the pointer cache's entries, as
-  // collx_allreduce does.
+  // As collx_allreduce: the operation made (its buffers classified: the pointer cache's
+  // entries), an exception there its status, then the call.
   auto allreduce = [&](const void* send, void* recv, size_t count) {
     AllreduceOp op;
-    op.dtype = COLLX_INT32;
-    op.op = COLLX_SUM;
-    op.send = send;
-    op.recv = recv;
-    op.count = count;
     try {
-      COLLX_TRY(make_reducer(op.dtype, op.op, &op.red));
-      COLLX_TRY(c.check_memory(send, recv, count * 4, "collx_allreduce", &op));
+      COLLX_TRY(make_device_op(c, send, recv, count, COLLX_INT32, COLLX_SUM, &op));
     } catch (...) {
       return exception_status("collx_allreduce");
     }
@@ -188,14 +183,12 @@ void rank_calls(const Path& path, Comm& c, int rank, bool counted, long k, long 
     g_seen = 0;
     g_inside = true;
   }
-  bool failed = false;
-  for (int call = 0; call < 3 && !failed; ++call) {
+  for (int call = 0; call < 3; ++call) {
     const bool in_place = call == 2;
     std::fill(out.begin(), out.end(), -1);
     int32_t* result = in_place ? in.data() : out.data();
     st = allreduce(in.data(), result, path.count);
     if (!st.ok()) {
-      failed = true;  // the communicator may be unusable now: the rank's calls end
       if (counted && st.code() != COLLX_ERR_NO_MEMORY) {
         found.add(rank, "call %d: its first error is not the allocation's: %s", call,
                   st.message().c_str());
@@ -203,13 +196,13 @@ void rank_calls(const Path& path, Comm& c, int rank, bool counted, long k, long 
         found.add(rank, "call %d: a peer's failure reached this rank: %s", call,
                   st.message().c_str());
       }
-      continue;
+      break;  // the communicator may be unusable now: the rank's calls end
     }
     if (k < 0 && c.last_algo() != path.algo) {
       found.add(rank, "call %d ran %s", call, algo_name(c.last_algo()));
     }
     for (size_t i = 0; i < path.count; ++i) {
-      const int32_t want = p * (p + 1) / 2 + p * static_cast<int32_t>(i);
+      const int32_t want = kRanks * (kRanks + 1) / 2 + kRanks * static_cast<int32_t>(i);
       if (result[i] != want) {
         found.add(rank, "call %d: element %zu is %d, not %d", call, i, result[i], want);
         break;
@@ -230,9 +223,9 @@ void rank_calls(const Path& path, Comm& c, int rank, bool counted, long k, long 
 bool run(const Path& path, int failing, long k, long in_a_row,
          std::vector<std::string>* problems) {
   Problems found;
-  std::barrier<> done(3);
+  std::barrier<> done(kRanks);
   const long live_before = g_live.load();
-  run_ranks(3, {path.config}, [&](int rank, std::vector<Comm*>& comms) {
+  run_ranks(kRanks, {path.config}, [&](int rank, std::vector<Comm*>& comms) {
     t_exempt = true;  // but for the failing rank's counted calls
     rank_calls(path, *comms[0], rank, rank == failing, k, in_a_row, found);
     done.arrive_and_wait();  // every rank's calls have ended before any communicator closes
@@ -255,7 +248,7 @@ TEST_CASE("device paths, out of memory: a rank without memory votes no, none wai
     std::vector<std::string> first;
     run(path, -1, -1, 1, &first);  // the statics the calls make (their first use), not leaks
     run(path, -1, -1, 1, &problems);  // without failures: the path runs
-    for (int failing = 0; failing < 3; ++failing) {
+    for (int failing = 0; failing < kRanks; ++failing) {
       for (long in_a_row : {1, 4}) {
         long k = 0;
         while (run(path, failing, k, in_a_row, &problems) && k < 10000) ++k;

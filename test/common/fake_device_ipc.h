@@ -207,16 +207,23 @@ inline void device_object_without_memory(Comm& c) {
   c.set_ipc_factory([](int, std::unique_ptr<DeviceIpc>*) -> Status { throw std::bad_alloc(); });
 }
 
+// The operation as collx_allreduce makes it: its reducer, and its buffers classified through
+// c's pointer cache (which makes the cache's entries).
+inline Status make_device_op(Comm& c, const void* send, void* recv, size_t count,
+                             collx_dtype_t d, collx_op_t op, AllreduceOp* o) {
+  COLLX_TRY(make_reducer(d, op, &o->red));
+  o->dtype = d;
+  o->op = op;
+  o->send = send;
+  o->recv = recv;
+  o->count = count;
+  return c.check_memory(send, recv, count * o->red.elem_size, "collx_allreduce", o);
+}
+
 inline AllreduceOp device_op(Comm& c, const void* send, void* recv, size_t count, collx_dtype_t d,
                       collx_op_t op) {
   AllreduceOp o;
-  TCHECK(make_reducer(d, op, &o.red).ok());
-  o.dtype = d;
-  o.op = op;
-  o.send = send;
-  o.recv = recv;
-  o.count = count;
-  TCHECK(c.check_memory(send, recv, count * o.red.elem_size, "test", &o).ok());
+  TCHECK(make_device_op(c, send, recv, count, d, op, &o).ok());
   return o;
 }
 
