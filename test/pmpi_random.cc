@@ -30,7 +30,9 @@
 // freed, or left to MPI_Finalize (from the seed; those from MPI_Comm_idup are always freed).
 // --threads: MPI_THREAD_MULTIPLE, and two threads per process, each running its own sequence
 // (seeds SEED and SEED + 1) on its own dup of MPI_COMM_WORLD and what it creates from it.
-// Prints "N passed, N failed"; exit status 1 on any failure.
+// Prints "N passed, N failed"; exit status 1 on any failure. PMPI_RANDOM_TRACE=1: each rank
+// also says on stderr, with the time (CLOCK_MONOTONIC, s), each call it makes before making
+// it, and the world ranks of each communicator it creates (to find where a run stalls).
 #include <mpi.h>
 
 #include <algorithm>
@@ -39,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <thread>
@@ -53,6 +56,14 @@ namespace {
 
 int g_rank = 0;
 std::atomic<int> g_passed{0}, g_failed{0};
+
+const bool g_trace = std::getenv("PMPI_RANDOM_TRACE") != nullptr;
+void trace(const std::string& what) {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  std::fprintf(stderr, "trace %ld.%03ld rank %d: %s\n", static_cast<long>(t.tv_sec % 10000),
+               t.tv_nsec / 1000000, g_rank, what.c_str());
+}
 
 void expect(bool ok, const std::string& what) {
   ok ? ++g_passed : ++g_failed;
@@ -287,7 +298,11 @@ class Run {
     return c;
   }
 
-  MPI_Comm pick() { return comms_[shared_() % comms_.size()]; }
+  MPI_Comm pick() {
+    picked_ = shared_() % comms_.size();
+    return comms_[picked_];
+  }
+  size_t picked_ = 0;
 
   // An MPI_Iallreduce (kept outstanding) or an MPI_Allreduce (checked at once); each rank
   // picks the int or the large-count function for itself.
@@ -313,6 +328,7 @@ class Run {
     int rc = MPI_SUCCESS;
     if (nonblocking && k.c.persistent) {
       k.what = where() + "MPI_Allreduce_init" + (large ? "_c " : " ") + describe(k.c);
+      if (g_trace) trace(k.what + " comm " + std::to_string(picked_));
       rc = large ? MPI_Allreduce_init_c(send, recv, n, type, op, comm, MPI_INFO_NULL, &k.req)
                  : MPI_Allreduce_init(send, recv, static_cast<int>(n), type, op, comm,
                                       MPI_INFO_NULL, &k.req);
@@ -324,6 +340,7 @@ class Run {
       outstanding_.push_back(std::move(k));
       return;
     }
+    if (g_trace) trace(k.what + " comm " + std::to_string(picked_));
     if (nonblocking) {
       rc = large ? MPI_Iallreduce_c(send, recv, n, type, op, comm, &k.req)
                  : MPI_Iallreduce(send, recv, static_cast<int>(n), type, op, comm, &k.req);
@@ -346,6 +363,10 @@ class Run {
     MPI_Comm parent = pick();
     const unsigned kind = shared_() % 4, colors = 1 + shared_() % 3, salt = shared_() % 1000;
     if (comms_.size() >= 5) return;  // (the draws above are the same on every rank)
+    if (g_trace) {
+      trace(where() + "create kind " + std::to_string(kind) + " salt " + std::to_string(salt) +
+            " from comm " + std::to_string(picked_));
+    }
     MPI_Comm made = MPI_COMM_NULL;
     bool idup = false;
     int r = 0, q = 1;
@@ -388,6 +409,23 @@ class Run {
       MPI_Group_free(&some);
       MPI_Group_free(&all);
     }
+    if (g_trace && made != MPI_COMM_NULL) {
+      int n = 0;
+      MPI_Comm_size(made, &n);
+      MPI_Group g, w;
+      MPI_Comm_group(made, &g);
+      MPI_Comm_group(MPI_COMM_WORLD, &w);
+      std::vector<int> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+      for (int x = 0; x < n; ++x) in[static_cast<size_t>(x)] = x;
+      MPI_Group_translate_ranks(g, n, in.data(), w, out.data());
+      char m[256] = "";
+      for (size_t x = 0, at = 0; x < out.size() && at < sizeof m - 12; ++x) {
+        at += static_cast<size_t>(std::snprintf(m + at, sizeof m - at, " %d", out[x]));
+      }
+      trace(where() + "made comm " + std::to_string(comms_.size()) + " of world ranks" + m);
+      MPI_Group_free(&g);
+      MPI_Group_free(&w);
+    }
     comms_.push_back(made);
     idup_.push_back(idup);
   }
@@ -395,6 +433,7 @@ class Run {
   void free_one() {
     const size_t i = 1 + shared_() % 4;
     if (i >= comms_.size()) return;
+    if (g_trace) trace(where() + "free comm " + std::to_string(i));
     if (comms_[i] != MPI_COMM_NULL) MPI_Comm_free(&comms_[i]);
     comms_.erase(comms_.begin() + static_cast<long>(i));
     idup_.erase(idup_.begin() + static_cast<long>(i));
@@ -421,6 +460,9 @@ class Run {
                                         "MPI_Testany", "MPI_Testsome",
                                         "MPI_Request_get_status, then MPI_Wait"};
     std::vector<MPI_Request> reqs;
+    for (Call& k : now) {
+      if (g_trace) trace(where() + names[how] + " of: " + k.what);
+    }
     for (Call& k : now) {
       k.what += std::string(", completed by ") + names[how];
       reqs.push_back(k.req);
@@ -518,6 +560,7 @@ class Run {
     Call k = std::move(*it);
     outstanding_.erase(it);
     k.what += ", completed by MPI_Wait before its next start or its free";
+    if (g_trace) trace(where() + "settle: " + k.what);
     check(k, MPI_Wait(&k.req, MPI_STATUS_IGNORE));
     park(std::move(k));
   }
@@ -546,6 +589,7 @@ class Run {
     } else {
       std::fill(k.out.begin(), k.out.end(), kGuard);
     }
+    if (g_trace) trace(k.what);
     const int rc = MPI_Start(&k.req);
     expect(rc == MPI_SUCCESS, k.what);
     if (rc != MPI_SUCCESS) return park(std::move(k));
