@@ -294,16 +294,23 @@ TEST_CASE("creations that still collide at the deadline fail together, holding n
       CHECK(outcomes[k][1].status == COLLX_ERR_TIMEOUT);
       CHECK(outcomes[k][1].message.find("no communicator id free") != std::string::npos);
     }
-    // The one that reserved the id first may still time out later, in its wireup, and there
-    // one rank may finish while the other runs out of time (no deadline can make two ranks'
-    // last steps end alike). Each rank that got a communicator destroys it, which may time out
-    // too (it is freed all the same).
+    // The one that reserved the id first may still time out later, in its wireup: the rank
+    // that ran out of time says so in the status round, and its peer fails too, naming it
+    // (COLLX_ERR_PEER_FAILED). Both ranks get the communicator or neither does. Each rank
+    // that got one destroys it, which may time out too (it is freed all the same).
+    INFO("communicator " << k << ": rank 0 " << outcomes[k][0].status << " '"
+                         << outcomes[k][0].message << "', rank 1 " << outcomes[k][1].status
+                         << " '" << outcomes[k][1].message << "'");
+    CHECK((outcomes[k][0].status == COLLX_SUCCESS) == (outcomes[k][1].status == COLLX_SUCCESS));
+    int own_failures = 0;  // a rank that failed for itself, not for its peer
     std::vector<std::thread> destroyers;
     for (int r = 0; r < kRanks; ++r) {
       const collx_status_t st = outcomes[k][r].status;
-      CHECK((st == COLLX_SUCCESS || st == COLLX_ERR_TIMEOUT));
+      CHECK((st == COLLX_SUCCESS || st == COLLX_ERR_TIMEOUT || st == COLLX_ERR_PEER_FAILED));
+      own_failures += st == COLLX_ERR_TIMEOUT;
       if (st == COLLX_SUCCESS) destroyers.emplace_back([&, r] { collx_comm_destroy(comms[k][r]); });
     }
+    if (outcomes[k][0].status != COLLX_SUCCESS) CHECK(own_failures >= 1);
     for (auto& t : destroyers) t.join();
   }
   CHECK(out_of_ids >= kComms - 1);
