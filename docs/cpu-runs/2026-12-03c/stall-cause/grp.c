@@ -2,7 +2,8 @@
 // (an autogroup of its own), each with SPINNERS threads that busy-loop, NAPPERS threads that
 // sleep 50 us in a loop and YIELDERS threads that sched_yield in a loop. Every thread records
 // the longest time between two iterations of its loop (how long it was kept off a CPU).
-// Prints each process's longest.
+// Prints each process's longest. NAP_POLICY=batch or idle: the napping threads run under
+// SCHED_BATCH (as libcollx's workers do) or SCHED_IDLE.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -18,8 +19,13 @@ static double now(void) {
 }
 static double end_at;
 struct arg { int kind; double max; };
+static int nap_policy = SCHED_OTHER;
 static void* run(void* p) {
   struct arg* a = p;
+  if (a->kind == 1 && nap_policy != SCHED_OTHER) {
+    struct sched_param none = {0};
+    pthread_setschedparam(pthread_self(), nap_policy, &none);
+  }
   double last = now();
   for (;;) {
     if (a->kind == 1) {
@@ -38,6 +44,9 @@ static void* run(void* p) {
 int main(int argc, char** argv) {
   if (argc != 6) return 2;
   int procs = atoi(argv[1]), s = atoi(argv[2]), n = atoi(argv[3]), y = atoi(argv[4]);
+  const char* pol = getenv("NAP_POLICY");
+  if (pol && pol[0] == 'b') nap_policy = SCHED_BATCH;
+  if (pol && pol[0] == 'i') nap_policy = SCHED_IDLE;
   end_at = now() + atof(argv[5]);
   for (int p = 0; p < procs; ++p) {
     if (fork() == 0) {
