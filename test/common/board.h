@@ -88,6 +88,7 @@ inline std::vector<int> fork_ranks(int p, const std::function<int(Board*, int)>&
   for (int r = 0; r < p; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) {
+      std::vector<pid_t>().swap(pids);  // the parent's, not the child's (valgrind's leak check)
       int rc = fn(board, r);
 #if defined(__SANITIZE_ADDRESS__)
       if (__lsan_do_recoverable_leak_check() != 0) rc = 23;
