@@ -3,7 +3,7 @@
 // sleep 50 us in a loop and YIELDERS threads that sched_yield in a loop. Every thread records
 // the longest time between two iterations of its loop (how long it was kept off a CPU).
 // Prints each process's longest. NAP_POLICY=batch or idle: the napping threads run under
-// SCHED_BATCH (as libcollx's workers do) or SCHED_IDLE.
+// SCHED_BATCH (as libcollx's workers do) or SCHED_IDLE. NAP_US: their sleep (default 50).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +20,7 @@ static double now(void) {
 static double end_at;
 struct arg { int kind; double max; };
 static int nap_policy = SCHED_OTHER;
+static long nap_ns = 50000;  // NAP_US: the napping threads' sleep (default 50 us)
 static void* run(void* p) {
   struct arg* a = p;
   if (a->kind == 1 && nap_policy != SCHED_OTHER) {
@@ -29,7 +30,7 @@ static void* run(void* p) {
   double last = now();
   for (;;) {
     if (a->kind == 1) {
-      struct timespec ts = {0, 50000};
+      struct timespec ts = {nap_ns / 1000000000, nap_ns % 1000000000};
       nanosleep(&ts, NULL);
     } else if (a->kind == 2) {
       sched_yield();
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   const char* pol = getenv("NAP_POLICY");
   if (pol && pol[0] == 'b') nap_policy = SCHED_BATCH;
   if (pol && pol[0] == 'i') nap_policy = SCHED_IDLE;
+  if (getenv("NAP_US")) nap_ns = atol(getenv("NAP_US")) * 1000;
   end_at = now() + atof(argv[5]);
   for (int p = 0; p < procs; ++p) {
     if (fork() == 0) {
