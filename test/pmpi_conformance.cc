@@ -1200,7 +1200,7 @@ void progress_while_waiting(const std::string& how) {
   } else {
     rc = MPI_Iallreduce(MPI_IN_PLACE, v.data(), count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &op);
     // A large one has started on libcollx's thread by now: MPI_Wait waits for that thread.
-    // A small one has not (it would within 2 ms): MPI_Wait runs it.
+    // A small one has not (it would within 2 ms; 20 where ranks outnumber CPUs): MPI_Wait runs it.
     if (large) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (rc == MPI_SUCCESS) {
       rc = how == "waitall" ? MPI_Waitall(1, &op, MPI_STATUSES_IGNORE)

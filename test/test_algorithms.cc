@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -897,6 +898,27 @@ TEST_CASE("non-blocking: deferred operations start within the watch period if no
     std::vector<Posted> ops = post_sums(*comms[0], rank, 5);
     expect_done_without_waiting(ops, 3);
   });
+}
+
+TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks than CPUs") {
+  CHECK(watch_period(1, 1) == kWatch);
+  CHECK(watch_period(2, 2) == kWatch);
+  CHECK(watch_period(3, 2) == kCrowdedWatch);
+  CHECK(watch_period(3, 0) == kWatch);  // CPUs not known
+  CHECK(watch_period(3, -1) == kWatch);
+  CHECK(kCrowdedWatch == std::chrono::milliseconds(10));
+  // Communicators take it at creation, from their node's ranks and this machine's CPUs.
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  REQUIRE(cpus >= 1);
+  const int p = cpus + 1;
+  run_ranks(p, {deferred_config()}, [&](int, std::vector<Comm*>& comms) {
+    TCHECK(comms[0]->watch_period() == kCrowdedWatch);  // one node
+  });
+  std::vector<uint64_t> nodes(p, 0);
+  nodes[p - 1] = 1;  // cpus ranks on node 0, one on node 1
+  run_ranks(p, {deferred_config()}, [&](int, std::vector<Comm*>& comms) {
+    TCHECK(comms[0]->watch_period() == kWatch);
+  }, true, nodes);
 }
 
 TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {

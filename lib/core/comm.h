@@ -55,6 +55,18 @@ struct Request;
 // shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
 inline constexpr std::chrono::microseconds kTestGrace{250};
 
+// The worker's watch period (Comm::worker_main): kWatch where the node's ranks are at most its
+// online CPUs, kCrowdedWatch where they outnumber them. There a deferred operation started
+// early has no core of its own anyway, and every rank's worker waking each millisecond slowed
+// the ranks down: random preload programs (mostly 3 - 4 ranks on 2 CPUs) took 31% less time
+// with 10 ms ("The worker's watch period with more ranks than CPUs" in docs/PERFORMANCE.md).
+// `cpus` <= 0: not known.
+inline constexpr std::chrono::microseconds kWatch{1000};
+inline constexpr std::chrono::microseconds kCrowdedWatch{10000};
+inline std::chrono::microseconds watch_period(int local_ranks, int cpus) {
+  return cpus > 0 && local_ranks > cpus ? kCrowdedWatch : kWatch;
+}
+
 // A test that comes within this of the previous test of the same request is polling: its
 // thread has nothing else to do, so it may run an operation that is due (and that the worker
 // has not started: it may wait for a core) as collx_wait would (Comm::nudge). Tests further
@@ -97,7 +109,7 @@ struct OpQueue {
   std::atomic<uint64_t> completed{0};  // operations completed so far (changed under mu)
   int spin_us = 0;        // how long a waiter polls before it sleeps (COLLX_SPIN)
   size_t async_min = 0;   // COLLX_ASYNC_MIN
-  std::chrono::microseconds watch{1000};  // the worker's watch period
+  std::chrono::microseconds watch = kWatch;  // the worker's watch period (watch_period)
 };
 
 struct Request {
@@ -153,8 +165,9 @@ class Comm {
   // allocations of device buffers.
   Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
                       AllreduceOp* op);
-  // Tests: the worker's watch period (1 ms), to tell its start of a deferred operation from
-  // nudge()'s. Before the first iallreduce.
+  // The worker's watch period, set at creation (watch_period). Tests set it, to tell its start
+  // of a deferred operation from nudge()'s; before the first iallreduce.
+  std::chrono::microseconds watch_period() const { return ops_->watch; }
   void set_watch_period(std::chrono::microseconds p) { ops_->watch = p; }
   // Tests: classify buffers through `q` instead of the CUDA driver.
   void set_memory_query(MemoryQuery* q) { pointers_ = std::make_unique<PointerCache>(q); }
@@ -272,6 +285,8 @@ class Comm {
   // The hierarchical allreduce's node channel over `shared` (this node's memory) and groups;
   // across_table_ (made at creation: make_across_selection) picks their step between nodes.
   void set_nodes(const NodeLayout& layout, void* shared);
+  // This rank's place in `layout` (node_), and the worker's watch period for its node.
+  void take_place(const NodeLayout& layout);
   void worker_main();
   // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to
   // `number` without waiting for its caller; every peer has said so. With announce_, under

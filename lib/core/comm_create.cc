@@ -37,11 +37,13 @@ Status oob_allgather(const collx_comm_params_t& p, const void* send, void* recv,
 // process's memory.
 const volatile uint64_t g_cma_probe = kBootMagic;
 
-collx_comm_node_t place(const NodeLayout& l) {
-  return collx_comm_node_t{l.node_index, l.nodes, l.local_rank, static_cast<int>(l.local.size())};
-}
-
 }  // namespace
+
+void Comm::take_place(const NodeLayout& l) {
+  node_ = collx_comm_node_t{l.node_index, l.nodes, l.local_rank, static_cast<int>(l.local.size())};
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));  // online; -1: not known
+  ops_->watch = collx::watch_period(node_.local_size, cpus);
+}
 
 // How far a rank's creation got, for one that fails where its peers cannot tell (a local
 // error, an exception: no memory): the allgather round they wait in or go to next, which no
@@ -139,7 +141,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   if (hierarchical) COLLX_TRY(make_across_selection(config, layout.nodes, &across));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
   c->across_table_ = std::move(across);
-  c->node_ = place(layout);
+  c->take_place(layout);
   if (hierarchical) c->set_nodes(layout, shared);
   if (one_node) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
@@ -322,7 +324,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
     rounds->holds_id = false;  // ~Comm releases it
     ctx->live_comms.fetch_add(1);
     c->across_table_ = std::move(across);
-    c->node_ = place(layout);
+    c->take_place(layout);
     c->segment_ = std::move(created);
     // The scratch space of the creation's own small allreduces (setup_shm), taken here: a
     // rank without it fails in the status round below, not in an allreduce its peers wait in.
