@@ -901,11 +901,11 @@ TEST_CASE("non-blocking: deferred operations start within the watch period if no
 }
 
 TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks than CPUs") {
-  CHECK(watch_period(1, 1) == kWatch);
-  CHECK(watch_period(2, 2) == kWatch);
-  CHECK(watch_period(3, 2) == kCrowdedWatch);
-  CHECK(watch_period(3, 0) == kWatch);  // CPUs not known
-  CHECK(watch_period(3, -1) == kWatch);
+  CHECK(watch_period_for(1, 1) == kWatch);
+  CHECK(watch_period_for(2, 2) == kWatch);
+  CHECK(watch_period_for(3, 2) == kCrowdedWatch);
+  CHECK(watch_period_for(3, 0) == kWatch);  // CPUs not known
+  CHECK(watch_period_for(3, -1) == kWatch);
   CHECK(kCrowdedWatch == std::chrono::milliseconds(10));
   // Communicators take it at creation, from their node's ranks and this machine's CPUs.
   const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));

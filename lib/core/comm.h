@@ -63,7 +63,7 @@ inline constexpr std::chrono::microseconds kTestGrace{250};
 // `cpus` <= 0: not known.
 inline constexpr std::chrono::microseconds kWatch{1000};
 inline constexpr std::chrono::microseconds kCrowdedWatch{10000};
-inline std::chrono::microseconds watch_period(int local_ranks, int cpus) {
+inline std::chrono::microseconds watch_period_for(int local_ranks, int cpus) {
   return cpus > 0 && local_ranks > cpus ? kCrowdedWatch : kWatch;
 }
 
@@ -109,7 +109,7 @@ struct OpQueue {
   std::atomic<uint64_t> completed{0};  // operations completed so far (changed under mu)
   int spin_us = 0;        // how long a waiter polls before it sleeps (COLLX_SPIN)
   size_t async_min = 0;   // COLLX_ASYNC_MIN
-  std::chrono::microseconds watch = kWatch;  // the worker's watch period (watch_period)
+  std::chrono::microseconds watch = kWatch;  // the worker's watch period (watch_period_for)
 };
 
 struct Request {
@@ -165,7 +165,7 @@ class Comm {
   // allocations of device buffers.
   Status check_memory(const void* send, const void* recv, size_t bytes, const char* fn,
                       AllreduceOp* op);
-  // The worker's watch period, set at creation (watch_period). Tests set it, to tell its start
+  // The worker's watch period, set at creation (watch_period_for). Tests set it, to tell its start
   // of a deferred operation from nudge()'s; before the first iallreduce.
   std::chrono::microseconds watch_period() const { return ops_->watch; }
   void set_watch_period(std::chrono::microseconds p) { ops_->watch = p; }

@@ -212,8 +212,8 @@ void Comm::run(Request* r) {
 }
 
 // The worker runs the operations that are due. While deferred operations may be posted it
-// watches: it wakes every watch period (watch_period: 1 ms, 10 ms where the node has more ranks
-// than CPUs), and the operations posted before one period are due after it, so each starts
+// watches: it wakes every watch period (watch_period_for: 1 ms, 10 ms where the node has more
+// ranks than CPUs), and the operations posted before one period are due after it, so each starts
 // within two periods even if no thread ever waits for it. An operation that a test asked for
 // is due at the end of its grace period (nudge), for which the worker sets its alarm instead.
 // After kIdleWatches periods with nothing posted it sleeps until the next post wakes it.

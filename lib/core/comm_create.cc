@@ -44,7 +44,7 @@ void Comm::take_place(const NodeLayout& l) {
   // The node's online CPUs, not this process's affinity: ranks bound to a core each would look
   // crowded. (So a job confined to fewer CPUs by a cpuset or a CPU quota is not seen as such.)
   const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));  // -1: not known
-  ops_->watch = collx::watch_period(node_.local_size, cpus);
+  ops_->watch = watch_period_for(node_.local_size, cpus);
 }
 
 // How far a rank's creation got, for one that fails where its peers cannot tell (a local
