@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Random preload programs under the ASan + UBSan preload: 3 ranks on pretended nodes of 2
 # and 1 (hierarchical), and 3 ranks with COLLX_ASYNC_MIN=0, 300 steps.
-cd /work/main
+mkdir -p /tmp/asanrp  # (run from the repository's root)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0
 export LSAN_OPTIONS="suppressions=$PWD/test/lsan-mpich.supp" COLLX_TIMEOUT=20
 lib="$(gcc -print-file-name=libasan.so):build-asan/lib/pmpi/libcollx_mpi.so"
