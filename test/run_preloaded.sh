@@ -10,6 +10,8 @@
 # calls, exactly EXPECT_FAILED (default 0) must have failed, as the statistics report them;
 # no call may have passed through because libcollx could not create or use a communicator,
 # and exactly EXPECT_UNFREED (default 0) libcollx communicators may have failed to be freed.
+# With EXPECT_UNUSABLE_SAYS, calls must instead have passed through because a communicator was
+# unusable, and the first line that says why must contain its text.
 # If EXPECT_PASSED is set, exactly that many calls must have passed through (any reason).
 # If EXPECT_WAIT_ENDED is set, exactly that many served MPI_Iallreduce operations ("some": at
 # least one) must have ended in MPI_Wait (collx_wait in the intercepted C or mpi_f08 MPI_Wait,
@@ -43,6 +45,7 @@ wait_ended=$(sum 's/.* ended in: MPI_Wait \([0-9]*\),.*/\1/p')
 starts=$(sum 's/.* persistent requests started (all ranks): \([0-9]*\) by libcollx.*/\1/p')
 mpi_starts=$(sum 's/.* persistent requests started (all ranks): [0-9]* by libcollx, \([0-9]*\) by MPI.*/\1/p')
 host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
+unusable_line=$(grep -m1 '^libcollx_mpi: calls on a communicator of ' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
 off_line=$(grep -m1 '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas (then hierarchical's
@@ -77,7 +80,13 @@ if [ "$unfreed" -ne "${EXPECT_UNFREED:-0}" ]; then
   echo "$unfreed libcollx communicators failed to be freed; expected ${EXPECT_UNFREED:-0}" >&2
   exit 1
 fi
-if [ -n "$unusable" ]; then
+if [ -n "${EXPECT_UNUSABLE_SAYS:-}" ]; then
+  if [ -z "$unusable" ] || [[ "$unusable_line" != *"$EXPECT_UNUSABLE_SAYS"* ]]; then
+    echo "expected calls passed through on unusable communicators, said with" \
+      "'$EXPECT_UNUSABLE_SAYS'; got ${unusable:-none} and '$unusable_line'" >&2
+    exit 1
+  fi
+elif [ -n "$unusable" ]; then
   echo "$unusable calls passed through because a communicator was unusable" >&2
   exit 1
 fi

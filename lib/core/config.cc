@@ -22,7 +22,9 @@ const ConfigRow kRows[] = {
      "Force one allreduce algorithm for every size: auto, recursive_doubling, rabenseifner, "
      "ring, shm_one_shot, shm_two_shot, shm_cma, hierarchical (the shm_* ones need all ranks "
      "on one node, shm_cma also that they may read each other's memory; hierarchical needs "
-     "them on several nodes, at least 2 on one of them). Set it alike on all ranks."},
+     "them on several nodes, at least 2 on one of them); a communicator whose ranks cannot "
+     "run it is not created (COLLX_ERR_CONFIG; under the preload its calls pass through to "
+     "MPI, and stderr says why). Set it alike on all ranks."},
     {"COLLX_TUNE", "ranges", "",
      "Override the size-based selection, e.g. "
      "0-4K:recursive_doubling,4K-512K:rabenseifner,512K-inf:ring (half-open byte ranges that "

@@ -86,6 +86,22 @@ uint32_t destroy_order(MPI_Comm comm) {
   return 1u + reinterpret_cast<const collx::Comm*>(c->comm)->id();
 }
 
+// For the first communicator whose calls this process passes through because no libcollx
+// communicator could be made for it, its rank 0 says why on stderr (its members fail alike: a
+// setting its ranks cannot run, such as an algorithm forced that needs them on one node, or a
+// member out of memory); the statistics count all such calls ("communicator unusable").
+std::atomic<bool> g_said_unusable{false};
+void say_unusable(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  if (rank != 0 || g_said_unusable.exchange(true)) return;
+  std::fprintf(stderr,
+               "libcollx_mpi: calls on a communicator of %d ranks pass through to MPI "
+               "(said for the first such communicator of each process): %s\n",
+               size, collx_last_error());
+}
+
 }  // namespace
 
 void start_comms() {
@@ -121,7 +137,10 @@ collx_comm_t collx_for(MPI_Comm comm) {
     }
   }
   std::call_once(c->created, [&] {
-    if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) c->comm = nullptr;
+    if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) {
+      c->comm = nullptr;
+      say_unusable(comm);
+    }
     c->ready.store(true, std::memory_order_release);
   });
   return c->comm;
