@@ -14,8 +14,10 @@ for d in "$@"; do
     timeout 900 mpiexec -n 4 "${pre[@]}" "$T/$d" > "$d.$setting.txt" 2>&1
     rc=$?
     secs=$(echo "$(date +%s.%N) - $start" | bc)
-    counts=$(grep -E "tests (completed|skipped)" "$d.$setting.txt" | awk '{s[NR]=$1} END {for (i=1;i<=NR;i++) printf "%s ", s[i]}')
+    counts=$(grep -E "tests (completed|skipped)" "$d.$setting.txt" |
+      awk '{s[NR]=$1} END {for (i=1;i<=NR;i++) printf "%s ", s[i]}')
     stats=$(grep -a "libcollx_mpi:" "$d.$setting.txt" | sed 's/libcollx_mpi: *//' | tr '\n' ';')
-    printf '%s %s rc=%d %.0f s | passed/failed/skipped: %s| %s\n' "$d" "$setting" "$rc" "$secs" "$counts" "$stats"
+    printf '%s %s rc=%d %.0f s | passed/failed/skipped: %s| %s\n' "$d" "$setting" "$rc" "$secs" \
+      "$counts" "$stats"
   done
 done
