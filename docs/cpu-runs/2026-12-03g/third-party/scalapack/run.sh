@@ -4,12 +4,14 @@
 #   run.sh PRELOAD_LIB DRIVER...   (in a folder holding the drivers' .dat files)
 # One line per run: driver, setting, exit status, seconds, the driver's pass/fail counts and,
 # preloaded, libcollx's statistics of MPI_Allreduce calls (served, passed through and why).
+# SETTINGS: which runs ("plain preload"); SHIM: a library preloaded in every run too
+# (hang/est_shim.so: ScaLAPACK's fix for p?lacon's uninitialised EST, hang/README.md).
 lib=$1; shift
 T=/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests
 for d in "$@"; do
-  for setting in plain preload; do
-    pre=()
-    [ $setting = preload ] && pre=(env LD_PRELOAD="$lib" COLLX_MPI_VERBOSE=1)
+  for setting in ${SETTINGS:-plain preload}; do
+    pre=(${SHIM:+env LD_PRELOAD=$SHIM})
+    [ $setting = preload ] && pre=(env "LD_PRELOAD=$lib${SHIM:+ $SHIM}" COLLX_MPI_VERBOSE=1)
     start=$(date +%s.%N)
     timeout 900 mpiexec -n 4 "${pre[@]}" "$T/$d" > "$d.$setting.txt" 2>&1
     rc=$?

@@ -3,12 +3,14 @@
 # TRIES (6) times, until a run stalls (its output unchanged for STALL, 20, seconds); then
 # writes every rank's stacks (gdb) to stacks.NAME.TRY.txt and kills it. One line per try.
 # PRELOAD=0 runs it without libcollx's preload (NAME plain); ALGO sets COLLX_ALLREDUCE_ALGO
-# (NAME: ALGO, else default). Run in a folder holding LLT.dat.
+# (NAME: ALGO, else default). SHIM: a library preloaded too (est_shim.so, built from
+# est_shim.c here; NAME gets "+shim"). Run in a folder holding LLT.dat.
 T=/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests
 lib=/work/main/build/lib/pmpi/libcollx_mpi.so
-pre=(env LD_PRELOAD=$lib COLLX_MPI_VERBOSE=1 COLLX_TIMEOUT=300 ${ALGO:+COLLX_ALLREDUCE_ALGO=$ALGO})
+pre=(env "LD_PRELOAD=$lib${SHIM:+ $SHIM}" COLLX_MPI_VERBOSE=1 COLLX_TIMEOUT=300 ${ALGO:+COLLX_ALLREDUCE_ALGO=$ALGO})
 name=${ALGO:-default}
-[ "${PRELOAD:-1}" = 0 ] && pre=() && name=plain
+[ "${PRELOAD:-1}" = 0 ] && pre=(${SHIM:+env LD_PRELOAD=$SHIM}) && name=plain
+[ -n "${SHIM:-}" ] && name=$name+shim
 for try in $(seq "${TRIES:-6}"); do
   timeout 400 mpiexec -n 4 "${pre[@]}" $T/xdllt > out.txt 2>&1 &
   job=$!
