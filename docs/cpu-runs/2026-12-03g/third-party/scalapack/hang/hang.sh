@@ -7,7 +7,8 @@
 # est_shim.c here; NAME gets "+shim"). Run in a folder holding LLT.dat.
 T=/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests
 lib=/work/main/build/lib/pmpi/libcollx_mpi.so
-pre=(env "LD_PRELOAD=$lib${SHIM:+ $SHIM}" COLLX_MPI_VERBOSE=1 COLLX_TIMEOUT=300 ${ALGO:+COLLX_ALLREDUCE_ALGO=$ALGO})
+pre=(env "LD_PRELOAD=$lib${SHIM:+ $SHIM}" COLLX_MPI_VERBOSE=1 COLLX_TIMEOUT=300
+     ${ALGO:+COLLX_ALLREDUCE_ALGO=$ALGO})
 name=${ALGO:-default}
 [ "${PRELOAD:-1}" = 0 ] && pre=(${SHIM:+env LD_PRELOAD=$SHIM}) && name=plain
 [ -n "${SHIM:-}" ] && name=$name+shim

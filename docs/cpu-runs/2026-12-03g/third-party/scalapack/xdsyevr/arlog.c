@@ -1,3 +1,6 @@
+// Preloaded in front of libcollx's preload: appends every MPI_Allreduce call's communicator
+// size, count, datatype, op and its first 32 bytes in and out to arlog.RANK.txt ("other": a
+// user op). Build: mpicc -O1 -shared -fPIC -o arlog.so arlog.c -ldl
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
@@ -23,7 +26,8 @@ int MPI_Allreduce(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op,
   char fn[64];
   snprintf(fn, sizeof fn, "arlog.%d.txt", wr);
   FILE* f = fopen(fn, "a");
-  fprintf(f, "#%d comm %d ranks count %d %s op %s in_place %d s=%p r=%p in ", seq++, csz, count, name,
+  fprintf(f, "#%d comm %d ranks count %d %s op %s in_place %d s=%p r=%p in ", seq++, csz,
+          count, name,
           op == MPI_SUM ? "sum" : op == MPI_MAX ? "max" : op == MPI_MIN ? "min" : "other",
           s == MPI_IN_PLACE, s, r);
   dump(f, s == MPI_IN_PLACE ? r : s, size);

@@ -18,8 +18,8 @@ void pdsyevr_(char* jobz, char* range, char* uplo, int* n, double* a, int* ia, i
     unsigned long long bl, bu;
     memcpy(&bl, vl, 8);
     memcpy(&bu, vu, 8);
-    fprintf(stderr, "pid %d: pdsyevr_ RANGE=%c N=%d VL=%016llx (%g) VU=%016llx (%g)\n", (int)getpid(),
-            *range, *n, bl, *vl, bu, *vu);
+    fprintf(stderr, "pid %d: pdsyevr_ RANGE=%c N=%d VL=%016llx (%g) VU=%016llx (%g)\n",
+            (int)getpid(), *range, *n, bl, *vl, bu, *vu);
   }
   real(jobz, range, uplo, n, a, ia, ja, desca, vl, vu, il, iu, m, nz, w, z, iz, jz, descz, work,
        lwork, iwork, liwork, info, l1, l2, l3);
