@@ -205,7 +205,7 @@ bool run_scenario(const Scenario& sc) {
   std::fflush(stdout);  // or the children print the parent's buffered lines again
   for (int r = 0; r < sc.ranks; ++r) {
     pids[r] = fork();
-    if (pids[r] == 0) std::_Exit(run_rank(sc, sh, r));
+    if (pids[r] == 0) exit_rank(run_rank(sc, sh, r));  // leak-checked under ASan
   }
   // Survivors must finish within a bound well above the deadline; the victim is reaped last.
   bool ok = true;

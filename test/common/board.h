@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <new>
@@ -73,11 +74,20 @@ inline int board_barrier(Group& g) {
   return board_allgather(&mine, all, 1, &g);
 }
 
-// Forks p ranks sharing a fresh Board; rank r exits with fn(board, r), or with 23 where
-// LeakSanitizer (under ASan, leak checking on) finds that it leaked: _Exit skips the check at
-// exit. Returns each rank's exit status (128 + the signal for a rank killed by one), or an
-// empty vector if the board could not be mapped. The GPU programs call it before touching
-// CUDA: a forked child cannot use a CUDA context of its parent.
+// Ends a forked rank with exit code rc, or with 23 where LeakSanitizer (under ASan, leak
+// checking on) finds that it leaked: _Exit skips the check at exit.
+[[noreturn]] inline void exit_rank(int rc) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (__lsan_do_recoverable_leak_check() != 0) rc = 23;
+#endif
+  std::fflush(stdout);
+  std::_Exit(rc);
+}
+
+// Forks p ranks sharing a fresh Board; rank r ends with exit_rank(fn(board, r)). Returns each
+// rank's exit status (128 + the signal for a rank killed by one), or an empty vector if the
+// board could not be mapped. The GPU programs call it before touching CUDA: a forked child
+// cannot use a CUDA context of its parent.
 inline std::vector<int> fork_ranks(int p, const std::function<int(Board*, int)>& fn) {
   auto* board = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE,
                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
@@ -89,12 +99,7 @@ inline std::vector<int> fork_ranks(int p, const std::function<int(Board*, int)>&
     pids[r] = fork();
     if (pids[r] == 0) {
       std::vector<pid_t>().swap(pids);  // the parent's, not the child's (valgrind's leak check)
-      int rc = fn(board, r);
-#if defined(__SANITIZE_ADDRESS__)
-      if (__lsan_do_recoverable_leak_check() != 0) rc = 23;
-#endif
-      std::fflush(stdout);
-      std::_Exit(rc);
+      exit_rank(fn(board, r));
     }
   }
   std::vector<int> rcs;
