@@ -366,11 +366,21 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
       void** recv = slot(r, true);
       if (recv == nullptr) continue;
       if (UCS_PTR_IS_ERR(*recv)) *recv = nullptr;
-      if (*recv != nullptr) ucp_request_cancel(worker_.worker(), *recv);
+      if (*recv == nullptr) continue;
+      ucp_request_cancel(worker_.worker(), *recv);
+      // A receive from a peer whose endpoint UCX has failed (another node's: TCP, InfiniBand)
+      // can get nothing more through it, so it is dropped without waiting, cancelled or not.
+      const PeerWatch* w = watches_[r.peer];
+      if (w != nullptr && w->pidfd < 0 && w->status.load() != UCS_OK) {
+        ucp_request_free(*recv);
+        *recv = nullptr;
+      }
     }
   }
   // Cancelled receives complete at once; a matched rendezvous receive may not be cancellable,
-  // so all of them together get one second to finish before they are dropped.
+  // so all of them together get one second to finish before they are dropped. (From a peer on
+  // this node a dead sender's data may still sit in UCX's shared-memory queues: that second
+  // lets it land while the call still owns the buffer.)
   ucs_status_t ignored;
   worker_.complete_each(
       [&](auto f) {
