@@ -13,8 +13,13 @@
 // takes under a second; a second communicator of the survivors only keeps working (checked
 // results); collx_finalize succeeds. The parent bounds the whole scenario and reports a hang.
 //
+// resumed (by hand only, not in the matrix: it shows a known defect, docs/RELIABILITY.md): a
+// third communicator of all ranks keeps the endpoints to the victim open; each survivor, after
+// its error, destroys the failed communicator, one of them wakes the (SIGSTOP) victim, and the
+// survivors run allreduces of their own for 3 s; the failed call's buffer must not change and,
+// under ASan, nothing may touch the destroyed communicator's memory.
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
-//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled]  (one scenario)
+//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed]  (one scenario)
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -60,6 +65,8 @@ struct Shared {
   Board world;
   Board survivors;
   std::atomic<double> fault_time;  // set by the victim just before it stops
+  std::atomic<int> victim_pid{0};  // (resumed)
+  Board all;                       // (resumed) the third communicator's
   Outcome out[kMaxRanks];
 };
 
@@ -71,6 +78,7 @@ struct Scenario {
   int victim;
   bool two_nodes = false;  // COLLX_NODE alternates: peers on the "other node" go over UCX
   bool polled = false;     // collx_iallreduce completed by a collx_test loop
+  bool resumed = false;    // see the top of the file
 };
 
 [[noreturn]] void fail(const char* what) {
@@ -81,6 +89,7 @@ struct Scenario {
 
 void stop_self(Shared* sh, int sig) {
   sh->fault_time.store(now());
+  sh->victim_pid.store(getpid());
   kill(getpid(), sig);
 }
 
@@ -99,6 +108,34 @@ collx_status_t polled_allreduce(int32_t* buf, size_t count, collx_comm_t comm) {
   return st;
 }
 
+// After the error of a resumed scenario: see the top of the file. The woken victim waits out
+// the survivors' 3 s and exits.
+int resumed_rank(Shared* sh, Outcome& out, bool victim, collx_comm_t comm, collx_comm_t scomm,
+                 collx_comm_t all, Group& sgroup, const std::vector<int32_t>& buf) {
+  if (victim) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::_Exit(0);
+  }
+  const std::vector<int32_t> at_error = buf;
+  if (collx_comm_destroy(comm) != COLLX_ERR_COMM_FAILED) fail("destroy of the failed comm");
+  if (board_barrier(sgroup) != 0) fail("survivors' barrier");
+  if (sgroup.rank == 0) kill(sh->victim_pid.load(), SIGCONT);
+  std::vector<int32_t> other(1000);
+  for (int i = 0; i < 300; ++i) {
+    if (collx_allreduce(COLLX_IN_PLACE, other.data(), other.size(), COLLX_INT32, COLLX_SUM,
+                        scomm) != COLLX_SUCCESS) {
+      fail("allreduce on the survivors' communicator");
+    }
+    usleep(10000);
+  }
+  if (buf != at_error) fail("the failed call's buffer changed after it returned");
+  collx_comm_destroy(all);  // (its peer failed: an error)
+  if (collx_comm_destroy(scomm) != COLLX_SUCCESS) fail("destroy survivors' comm");
+  if (collx_finalize() != COLLX_SUCCESS) fail("collx_finalize");
+  out.survivors_ok = 1;
+  return 0;
+}
+
 // One rank of a scenario. Returns the exit code of the child.
 int run_rank(const Scenario& sc, Shared* sh, int rank) {
   Outcome& out = sh->out[rank];
@@ -113,6 +150,11 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
     const char* algo = collx_comm_algorithm(comm, bytes);
     if (algo == nullptr || sc.algo != algo) fail("the forced algorithm is not the one that runs");
   }
+
+  collx_comm_t all = nullptr;  // (resumed) holds the endpoints to the victim open
+  Group agroup{&sh->all, rank, sc.ranks};
+  collx_comm_params_t ap{rank, sc.ranks, board_allgather, &agroup};
+  if (sc.resumed && collx_comm_create(&ap, &all) != COLLX_SUCCESS) fail("create all");
 
   // The survivors' own communicator, created before the fault.
   const bool victim = rank == sc.victim;
@@ -154,6 +196,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
     std::snprintf(out.message, sizeof out.message, "%s", collx_last_error());
     break;
   }
+  if (sc.resumed) return resumed_rank(sh, out, victim, comm, scomm, all, sgroup, buf);
   // A failed communicator fails fast from now on, and is destroyed without waiting.
   const double t0 = now();
   if (collx_allreduce(COLLX_IN_PLACE, buf.data(), 1, COLLX_INT32, COLLX_SUM, comm) !=
@@ -270,7 +313,8 @@ bool run_scenario(const Scenario& sc) {
     ok = false;
   }
   std::printf("| %-37s | %-7s | %-6s | %d | %d |",
-              (sc.algo + (sc.two_nodes ? " (2 nodes)" : "") + (sc.polled ? " (polled)" : ""))
+              (sc.algo + (sc.two_nodes ? " (2 nodes)" : "") + (sc.polled ? " (polled)" : "") +
+               (sc.resumed ? " (resumed)" : ""))
                   .c_str(),
               sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
               sc.victim);
@@ -297,16 +341,18 @@ int main(int argc, char** argv) {
   std::snprintf(timeout, sizeof timeout, "%g", kTimeout);
   setenv("COLLX_TIMEOUT", timeout, 1);
   std::vector<Scenario> matrix;
-  if (argc >= 6 && argc <= 8) {  // ALGO kill|stop before|mid RANKS VICTIM [two_nodes] [polled]
+  if (argc >= 6 && argc <= 9) {  // ALGO kill|stop before|mid RANKS VICTIM [flags]
     matrix.push_back({argv[1], std::strcmp(argv[2], "stop") == 0 ? SIGSTOP : SIGKILL,
                       std::strcmp(argv[3], "mid") == 0, std::atoi(argv[4]), std::atoi(argv[5])});
     bool bad_flag = false;
     for (int i = 6; i < argc; ++i) {
       const bool two_nodes = std::strcmp(argv[i], "two_nodes") == 0;
       const bool polled = std::strcmp(argv[i], "polled") == 0;
+      const bool resumed = std::strcmp(argv[i], "resumed") == 0;
       matrix[0].two_nodes = matrix[0].two_nodes || two_nodes;
       matrix[0].polled = matrix[0].polled || polled;
-      bad_flag = bad_flag || (!two_nodes && !polled);
+      matrix[0].resumed = matrix[0].resumed || resumed;
+      bad_flag = bad_flag || (!two_nodes && !polled && !resumed);
     }
     if (bad_flag || matrix[0].ranks < 2 || matrix[0].ranks > kMaxRanks || matrix[0].victim < 0 ||
         matrix[0].victim >= matrix[0].ranks) {
