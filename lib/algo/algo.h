@@ -33,6 +33,15 @@ class Scratch {
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch() { ::operator delete(data_, kAlign); }
 
+  // Gives up the space without freeing it (null if none); free it with free_released.
+  uint8_t* release() {
+    uint8_t* p = data_;
+    data_ = nullptr;
+    size_ = 0;
+    return p;
+  }
+  static void free_released(void* p) { ::operator delete(p, kAlign); }
+
   // Null (with a COLLX_ERR_NO_MEMORY status) if the allocation fails.
   Status get(size_t bytes, uint8_t** out) {
     if (bytes > size_) {

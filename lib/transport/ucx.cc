@@ -83,6 +83,16 @@ UcxTransport::~UcxTransport() {
   }
   ucs_status_t ignored;
   worker_.complete_all(closing, close_timeout_s_, &ignored);
+  // The one-copy transfers' messages, which a send given up on may still be reading, stay
+  // with the worker (where there is no memory for that, they go with the transport).
+  if (gave_up_) {
+    try {
+      auto* kept = new std::deque<CmaOp>;
+      kept->swap(cma_ops_);
+      worker_.park(kept, [](void* p) { delete static_cast<std::deque<CmaOp>*>(p); });
+    } catch (...) {
+    }
+  }
 }
 
 Status UcxTransport::connect(double timeout_s) {
@@ -356,8 +366,12 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
     LockGuard g(worker_);
     for (Request& r : reqs) {
       // A send is freed: UCX releases it when it completes or when the endpoint is closed.
+      // One still in flight may read its buffer later (gave_up()).
       void** send = slot(r, false);
-      if (send != nullptr && *send != nullptr && !UCS_PTR_IS_ERR(*send)) ucp_request_free(*send);
+      if (send != nullptr && *send != nullptr && !UCS_PTR_IS_ERR(*send)) {
+        if (ucp_request_check_status(*send) == UCS_INPROGRESS) gave_up_ = true;
+        ucp_request_free(*send);
+      }
       if (send != nullptr) *send = nullptr;
       if (send == &r.impl) {  // (a plain send: nothing more)
         r.done = true;
@@ -382,13 +396,14 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
   // this node a dead sender's data may still sit in UCX's shared-memory queues: that second
   // lets it land while the call still owns the buffer.)
   ucs_status_t ignored;
-  worker_.complete_each(
+  const bool all_finished = worker_.complete_each(
       [&](auto f) {
         for (Request& r : reqs) {
           if (void** recv = slot(r, true)) f(*recv);
         }
       },
       1.0, &ignored);
+  if (!all_finished) gave_up_ = true;  // (dropped: UCX may still write into their buffers)
   for (Request& r : reqs) {
     if (r.done || r.impl == nullptr) continue;
     r.impl = nullptr;

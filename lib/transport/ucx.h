@@ -112,6 +112,12 @@ class UcxWorker {
   // such message when the worker is destroyed. Gives up after kCloseSeconds.
   size_t drop_unexpected();
 
+  // Keeps `memory` until the worker is destroyed (after its endpoints are closed), then calls
+  // free_fn on it: memory that UCX may still use for a request a communicator gave up on
+  // (Transport::gave_up), while the endpoint to that peer stays open for other communicators.
+  // Where there is no room to record it, the memory is leaked: never freed early.
+  void park(void* memory, void (*free_fn)(void*)) noexcept;
+
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
@@ -128,6 +134,11 @@ class UcxWorker {
   friend struct PeerWatch;
   std::atomic<uint64_t> failures_{0};
   bool zcopy_always_ = false;
+  struct Parked {
+    void* memory;
+    void (*free_fn)(void*);
+  };
+  std::vector<Parked> parked_;  // park(); freed by the destructor, after ucp_worker_destroy
 };
 
 // Whether ucp_context_print_info's text lists TCP and no other network transport.
@@ -204,6 +215,7 @@ class UcxTransport final : public Transport {
 
   // After an error on the communicator: close endpoints without flushing them.
   void mark_failed() override { force_close_ = true; }
+  bool gave_up() const override { return gave_up_; }
   int max_lanes() const override { return lanes_for(size()); }
   static int lanes_for(int size);  // max_lanes() of a communicator of `size` ranks
 
@@ -288,6 +300,7 @@ class UcxTransport final : public Transport {
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;
+  bool gave_up_ = false;  // cancel() left a UCX request unfinished (gave_up())
 };
 
 }  // namespace collx

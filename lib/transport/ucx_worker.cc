@@ -170,6 +170,15 @@ UcxWorker::~UcxWorker() {
   }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
+  for (const Parked& m : parked_) m.free_fn(m.memory);
+}
+
+void UcxWorker::park(void* memory, void (*free_fn)(void*)) noexcept {
+  LockGuard g(*this);
+  try {
+    parked_.push_back({memory, free_fn});
+  } catch (...) {  // no memory to record it: leaked rather than freed while UCX may use it
+  }
 }
 
 size_t UcxWorker::drop_unexpected() {
