@@ -16,6 +16,17 @@ constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
 constexpr uint64_t kAckMagic = 0x4b43414158434c43ull;  // "CLCXAACK"
 
+// Hands the contents of `items` to the worker (UcxWorker::park).
+template <typename T>
+void park(UcxWorker& worker, std::deque<T>& items) {
+  try {
+    auto* kept = new std::deque<T>;
+    kept->swap(items);
+    worker.park(kept, [](void* p) { delete static_cast<std::deque<T>*>(p); });
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm_id,
@@ -83,15 +94,12 @@ UcxTransport::~UcxTransport() {
   }
   ucs_status_t ignored;
   worker_.complete_all(closing, close_timeout_s_, &ignored);
-  // The one-copy transfers' messages, which a send given up on may still be reading, stay
-  // with the worker (where there is no memory for that, they go with the transport).
+  // What UCX may still use for a request let go (the one-copy transfers' messages, the plain
+  // receives' GuardedRecv) stays with the worker; where there is no memory for that, it goes
+  // with the transport.
   if (gave_up_) {
-    try {
-      auto* kept = new std::deque<CmaOp>;
-      kept->swap(cma_ops_);
-      worker_.park(kept, [](void* p) { delete static_cast<std::deque<CmaOp>*>(p); });
-    } catch (...) {
-    }
+    park(worker_, cma_ops_);
+    park(worker_, recvs_);
   }
 }
 
@@ -295,20 +303,31 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
-  LockGuard g(worker_);
-  void* req;
   if (r.is_recv) {
+    while (recvs_used_ < recvs_.size() && recvs_[recvs_used_].let_go) ++recvs_used_;
+    if (recvs_used_ == recvs_.size()) recvs_.emplace_back();
+    GuardedRecv& g = recvs_[recvs_used_++];
+    g = GuardedRecv{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false};
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
-    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    req = ucp_tag_recv_nbx(worker_.worker(), r.buf, r.bytes, tag(from_peer(r), seq, r.step), kFullMask,
-                           &p);
-  } else {
-    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
-    if (req == nullptr) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.datatype = worker_.recv_datatype();
+    LockGuard lock(worker_);
+    void* req = ucp_tag_recv_nbx(worker_.worker(), &g, 1, tag(from_peer(r), seq, r.step),
+                                 kFullMask, &p);
+    if (UCS_PTR_IS_ERR(req)) {
       r.done = true;
-      return Status();
+      return request_error(r, UCS_PTR_STATUS(req), "posting");
     }
+    g.req = req;
+    r.impl = &g;
+    return Status();
+  }
+  LockGuard g(worker_);
+  void* req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
+  if (req == nullptr) {
+    r.done = true;
+    return Status();
   }
   if (UCS_PTR_IS_ERR(req)) {
     r.done = true;
@@ -323,13 +342,15 @@ Status UcxTransport::test(Request& r) {
   LockGuard g(worker_);
   ucs_status_t s;
   ucp_tag_recv_info_t info{};
+  void*& req = r.is_recv ? static_cast<GuardedRecv*>(r.impl)->req : r.impl;
   if (r.is_recv) {
-    s = ucp_tag_recv_request_test(r.impl, &info);
+    s = ucp_tag_recv_request_test(req, &info);
   } else {
-    s = ucp_request_check_status(r.impl);
+    s = ucp_request_check_status(req);
   }
   if (s == UCS_INPROGRESS) return Status();
-  ucp_request_free(r.impl);
+  ucp_request_free(req);
+  req = nullptr;
   r.impl = nullptr;
   r.done = true;
   if (s == UCS_ERR_MESSAGE_TRUNCATED) {
@@ -352,60 +373,35 @@ void UcxTransport::progress() {
 }
 
 void UcxTransport::cancel(std::vector<Request>& reqs) {
-  // A pending request's UCX receive, which could still write into memory (a one-copy
-  // transfer's: the rts receive of the receiving side, the ack receive of the sending side),
-  // and its send, which only reads. The receives are cancelled and waited for where they are,
-  // in the requests: nothing is allocated here.
-  auto slot = [](Request& r, bool receive) -> void** {
-    if (r.done || r.impl == nullptr) return nullptr;
-    if (!r.one_copy) return r.is_recv == receive ? &r.impl : nullptr;
-    auto& op = *static_cast<CmaOp*>(r.impl);
-    return r.is_recv == receive ? &op.ctrl : &op.ack_req;
-  };
-  {
-    LockGuard g(worker_);
-    for (Request& r : reqs) {
-      // A send is freed: UCX releases it when it completes or when the endpoint is closed.
-      // One still in flight may read its buffer later (gave_up()).
-      void** send = slot(r, false);
-      if (send != nullptr && *send != nullptr && !UCS_PTR_IS_ERR(*send)) {
-        if (ucp_request_check_status(*send) == UCS_INPROGRESS) gave_up_ = true;
-        ucp_request_free(*send);
-      }
-      if (send != nullptr) *send = nullptr;
-      if (send == &r.impl) {  // (a plain send: nothing more)
-        r.done = true;
-        continue;
-      }
-      void** recv = slot(r, true);
-      if (recv == nullptr) continue;
-      if (UCS_PTR_IS_ERR(*recv)) *recv = nullptr;
-      if (*recv == nullptr) continue;
-      ucp_request_cancel(worker_.worker(), *recv);
-      // A receive from a peer whose endpoint UCX has failed (another node's: TCP, InfiniBand)
-      // can get nothing more through it, so it is dropped without waiting, cancelled or not.
-      const PeerWatch* w = watches_[r.peer];
-      if (w != nullptr && w->pidfd < 0 && w->status.load() != UCS_OK) {
-        ucp_request_free(*recv);
-        *recv = nullptr;
-      }
+  // Every pending request's UCX requests are let go at once, nothing allocated. A receive that
+  // has not matched a message is cancelled. One that has, whose message is still arriving (its
+  // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
+  // shared with other communicators, and after a close too (GuardedRecv). Its rest is dropped
+  // (GuardedRecv::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A
+  // send still in flight may read its buffer later. Where UCX keeps a request, the memory it
+  // may use stays with the worker (gave_up()).
+  LockGuard g(worker_);
+  auto let_go = [&](void*& req, bool receive) {
+    if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
+      if (receive) ucp_request_cancel(worker_.worker(), req);  // (unmatched: completes now)
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) gave_up_ = true;
+      ucp_request_free(req);
     }
-  }
-  // Cancelled receives complete at once; a matched rendezvous receive may not be cancellable,
-  // so all of them together get one second to finish before they are dropped. (From a peer on
-  // this node a dead sender's data may still sit in UCX's shared-memory queues: that second
-  // lets it land while the call still owns the buffer.)
-  ucs_status_t ignored;
-  const bool all_finished = worker_.complete_each(
-      [&](auto f) {
-        for (Request& r : reqs) {
-          if (void** recv = slot(r, true)) f(*recv);
-        }
-      },
-      1.0, &ignored);
-  if (!all_finished) gave_up_ = true;  // (dropped: UCX may still write into their buffers)
+    req = nullptr;
+  };
   for (Request& r : reqs) {
     if (r.done || r.impl == nullptr) continue;
+    if (r.one_copy) {
+      auto& op = *static_cast<CmaOp*>(r.impl);
+      let_go(op.ctrl, r.is_recv);
+      let_go(op.ack_req, !r.is_recv);
+    } else if (r.is_recv) {
+      auto& recv = *static_cast<GuardedRecv*>(r.impl);
+      let_go(recv.req, true);
+      recv.let_go = true;
+    } else {
+      let_go(r.impl, false);
+    }
     r.impl = nullptr;
     r.done = true;
   }

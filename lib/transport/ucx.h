@@ -45,6 +45,19 @@ struct PeerWatch {
   int ep_users = 0;       // communicators using `ep`
 };
 
+// A plain receive (not one-copy), which UCX fills through the callbacks of a generic datatype
+// (UcxWorker::recv_datatype) instead of writing into `buf` itself. A receive that cancel()
+// lets go while its message is still arriving (the sender stopped in the middle of it) stays
+// in UCX's hands as long as the endpoint is open, and even closing the endpoint does not stop
+// UCX 1.13's TCP transport from delivering the rest later: once let go, the rest is dropped
+// instead of written into a buffer that the caller owns again (docs/RELIABILITY.md).
+struct GuardedRecv {
+  void* req = nullptr;  // the UCX request; null once complete
+  uint8_t* buf = nullptr;
+  size_t bytes = 0;
+  bool let_go = false;  // cancel() gave up on it: write nothing more; never reused
+};
+
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
 // that communicators may be driven from different threads (UCS_THREAD_MODE_SERIALIZED).
 class UcxWorker {
@@ -121,6 +134,11 @@ class UcxWorker {
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
+  // The generic datatype of plain receives (UcxTransport::Recv): UCX hands each fragment of
+  // the message to unpack_recv, which writes it into the receive's buffer unless cancel() has
+  // let the receive go.
+  ucp_datatype_t recv_datatype() const { return recv_dt_; }
+
  private:
   UcxWorker() = default;
   // Closes w's endpoint (forcibly or gracefully), whatever its users; returns the request.
@@ -139,6 +157,7 @@ class UcxWorker {
     void (*free_fn)(void*);
   };
   std::vector<Parked> parked_;  // park(); freed by the destructor, after ucp_worker_destroy
+  ucp_datatype_t recv_dt_ = 0;  // 0: not created
 };
 
 // Whether ucp_context_print_info's text lists TCP and no other network transport.
@@ -232,7 +251,10 @@ class UcxTransport final : public Transport {
   void cancel(std::vector<Request>& reqs) override;
   Status peer_failure(const Request& r) const override;
   int dead_peer(int prefer, std::string* why) const override;
-  void reset_op() override { cma_used_ = 0; }
+  void reset_op() override {
+    cma_used_ = 0;
+    recvs_used_ = 0;
+  }
 
  private:
   // State of one one-copy transfer. The sender sends `rts` and receives `ack`; the receiver
@@ -290,10 +312,13 @@ class UcxTransport final : public Transport {
   std::vector<PeerWatch*> watches_;  // per peer; null for this rank
   std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
   std::vector<PeerWatch*> polled_;   // their watches
-  // One-copy transfers: the first cma_used_ belong to the running operation. Kept between
-  // operations (a deque keeps their addresses stable), so a warm call allocates nothing.
+  // One-copy transfers and plain receives: the first cma_used_ and recvs_used_ belong to the
+  // running operation. Kept between operations (a deque keeps their addresses stable), so a
+  // warm call allocates nothing.
   std::deque<CmaOp> cma_ops_;
   size_t cma_used_ = 0;
+  std::deque<GuardedRecv> recvs_;
+  size_t recvs_used_ = 0;
   std::vector<Heard> heard_;    // empty: not announcing
   uint64_t said_[2] = {0, 0};   // token, the number last announced
   bool unsent_ = false;         // a peer awaits said_ behind a send in flight (progress sends)
