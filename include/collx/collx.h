@@ -55,8 +55,9 @@ typedef enum {
   COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
   COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
   COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step.
-                                    Keep the call's buffers until collx_finalize: should that
-                                    peer wake up, its message may still land in recvbuf */
+                                    Keep the call's buffers allocated until collx_finalize:
+                                    should that peer wake up, a send to it may still read
+                                    them (nothing writes into them after the call) */
   COLLX_ERR_MISMATCH = -7,       /* ranks disagree on the call (size of a message, ...) */
   COLLX_ERR_NOT_INITIALIZED = -8,/* called before collx_init or after collx_finalize */
   COLLX_ERR_CONFIG = -9,         /* a COLLX_* variable or tune string is malformed */

@@ -175,8 +175,8 @@ Comm::~Comm() {
   ops_->work.notify_all();
   if (worker_.joinable()) worker_.join();
   across_.clear();  // views of transport_
-  // UCX may still write into the scratch space of a receive given up on (Transport::gave_up)
-  // while the endpoint to that peer serves other communicators: it stays with the worker.
+  // UCX may still read the scratch space for a send let go (Transport::gave_up) while the
+  // endpoint to that peer serves other communicators: it stays with the worker.
   if (transport_ != nullptr && transport_->gave_up() && context_ != nullptr) {
     if (uint8_t* p = scratch_.release()) context_->worker().park(p, Scratch::free_released);
   }

@@ -80,9 +80,9 @@ class Transport {
 
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
-  // Whether cancel() gave up on a request that the network layer may still read or write
-  // (UCX: a matched receive, or a send still queued, towards a peer that stopped answering):
-  // memory such a request uses must then outlive the communicator (Comm::~Comm).
+  // Whether cancel() let go of a request that the network layer may still use (UCX: a
+  // matched receive, or a send still queued, towards a peer that stopped answering): memory
+  // such a request uses must then outlive the communicator (Comm::~Comm).
   virtual bool gave_up() const { return false; }
 
   // Announcements, for ranks that share no memory (Comm::nudge): each rank tells every peer

@@ -325,7 +325,7 @@ class UcxTransport final : public Transport {
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;
-  bool gave_up_ = false;  // cancel() left a UCX request unfinished (gave_up())
+  bool gave_up_ = false;  // cancel() let go of an unfinished UCX request (gave_up())
 };
 
 }  // namespace collx
