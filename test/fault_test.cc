@@ -11,7 +11,8 @@
 // of the fault (the deadline, and slack), with a message naming a rank and a step, and the
 // victim named by at least one survivor; later calls fail fast with COLLX_ERR_COMM_FAILED;
 // destroying the communicator takes under a second; a second communicator of the survivors
-// only keeps working (checked results); collx_finalize succeeds. The parent bounds the whole scenario and reports a hang.
+// only keeps working (checked results); collx_finalize succeeds. The parent bounds the whole
+// scenario and reports a hang.
 //
 // resumed: a third communicator of all ranks keeps the endpoints to the victim open; each
 // survivor, after its error, destroys the failed communicator, one of them wakes the (SIGSTOP)
@@ -19,8 +20,9 @@
 // still come in: the failed call's buffer must not change and, under ASan, nothing may touch
 // freed memory (Transport::gave_up, docs/RELIABILITY.md).
 // late (with resumed): collectives #K-2 and #K-1 are large too, and the victim stops at 75% of
-// the time #K-1 took, in the ring's allgather, whose receives go into the caller's buffer: a survivor's
-// receive of a message the victim was in the middle of sending must not finish into it.
+// the time #K-1 took, in the ring's allgather, whose receives go into the caller's buffer: a
+// survivor's receive of a message the victim was in the middle of sending must not finish
+// into it.
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
 //        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late]]
 //        (one scenario)
@@ -364,8 +366,9 @@ int main(int argc, char** argv) {
       matrix[0].late = matrix[0].late || late;
       bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late);
     }
-    if (bad_flag || (matrix[0].late && !(matrix[0].resumed && matrix[0].mid)) || matrix[0].ranks < 2 || matrix[0].ranks > kMaxRanks || matrix[0].victim < 0 ||
-        matrix[0].victim >= matrix[0].ranks) {
+    const Scenario& sc = matrix[0];
+    if (bad_flag || (sc.late && !(sc.resumed && sc.mid)) || sc.ranks < 2 ||
+        sc.ranks > kMaxRanks || sc.victim < 0 || sc.victim >= sc.ranks) {
       std::fprintf(stderr, "bad scenario\n");
       return 2;
     }

@@ -55,7 +55,7 @@ struct GuardedRecv {
   void* req = nullptr;  // the UCX request; null once complete
   uint8_t* buf = nullptr;
   size_t bytes = 0;
-  bool let_go = false;  // cancel() gave up on it: write nothing more; never reused
+  bool let_go = false;  // cancel() let it go: write nothing more; never reused
 };
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
@@ -134,9 +134,9 @@ class UcxWorker {
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
-  // The generic datatype of plain receives (UcxTransport::Recv): UCX hands each fragment of
-  // the message to unpack_recv, which writes it into the receive's buffer unless cancel() has
-  // let the receive go.
+  // The generic datatype of plain receives (GuardedRecv): UCX hands each fragment of the
+  // message to unpack_guarded (ucx_worker.cc), which writes it into the receive's buffer unless
+  // cancel() has let the receive go.
   ucp_datatype_t recv_datatype() const { return recv_dt_; }
 
  private:
