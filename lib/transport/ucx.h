@@ -94,10 +94,6 @@ class UcxWorker {
   // frees them; past `seconds`, cancels and frees the rest. Returns false on timeout; sets
   // *failure to the last error status a request completed with.
   bool complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure);
-  // The same over the requests `each` visits (each(f) calls f(void*& request) for every one),
-  // for requests kept elsewhere: allocates nothing.
-  template <typename Each>
-  bool complete_each(Each each, double seconds, ucs_status_t* failure);
 
   // The watch of a peer process (`pid` on this node, else 0), created on first use; watches
   // live as long as the worker. Call under the lock.
@@ -182,34 +178,6 @@ bool UcxWorker::progress_until(F done, double seconds) {
     if (Clock::now() > deadline) return false;
     sched_yield();
   }
-}
-
-template <typename Each>
-bool UcxWorker::complete_each(Each each, double seconds, ucs_status_t* failure) {
-  auto all_done = [&] {
-    bool done = true;
-    each([&](void*& req) {
-      if (req == nullptr) return;
-      const ucs_status_t s = ucp_request_check_status(req);
-      if (s == UCS_INPROGRESS) {
-        done = false;
-        return;
-      }
-      if (s != UCS_OK) *failure = s;
-      ucp_request_free(req);
-      req = nullptr;
-    });
-    return done;
-  };
-  if (progress_until(all_done, seconds)) return true;
-  LockGuard g(*this);
-  each([&](void*& req) {
-    if (req == nullptr) return;
-    ucp_request_cancel(worker_, req);
-    ucp_request_free(req);
-    req = nullptr;
-  });
-  return false;
 }
 
 // Within a node, messages of at least `cma_min` bytes are copied once by the receiver with

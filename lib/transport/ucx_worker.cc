@@ -87,11 +87,30 @@ bool tcp_is_the_only_network(const std::string& info) {
 }
 
 bool UcxWorker::complete_all(std::vector<void*>& reqs, double seconds, ucs_status_t* failure) {
-  return complete_each(
-      [&](auto f) {
-        for (void*& req : reqs) f(req);
-      },
-      seconds, failure);
+  auto all_done = [&] {
+    bool done = true;
+    for (void*& req : reqs) {
+      if (req == nullptr) continue;
+      const ucs_status_t s = ucp_request_check_status(req);
+      if (s == UCS_INPROGRESS) {
+        done = false;
+        continue;
+      }
+      if (s != UCS_OK) *failure = s;
+      ucp_request_free(req);
+      req = nullptr;
+    }
+    return done;
+  };
+  if (progress_until(all_done, seconds)) return true;
+  LockGuard g(*this);
+  for (void*& req : reqs) {
+    if (req == nullptr) continue;
+    ucp_request_cancel(worker_, req);
+    ucp_request_free(req);
+    req = nullptr;
+  }
+  return false;
 }
 
 Status UcxWorker::create(UcxWorker** out) {
