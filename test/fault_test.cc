@@ -19,17 +19,21 @@
 // victim, and the survivors run allreduces of their own for 3 s while the victim's messages
 // still come in: the failed call's buffer must not change and, under ASan, nothing may touch
 // freed memory (Transport::gave_up, docs/RELIABILITY.md).
-// late (with resumed): collectives #K-2 and #K-1 are large too, and the victim stops at 75% of
-// the time #K-1 took, in the ring's allgather, whose receives go into the caller's buffer: a
-// survivor's receive of a message the victim was in the middle of sending must not finish
-// into it.
+// late (with resumed, mid and two_nodes): collectives #K-2 and #K-1 are large too, one ring
+// message per block (COLLX_RING_SEGMENT above the block), and the victim stops once it has
+// sent 7/8 of the bytes #K-1 made it send: in the middle of its last message, the ring's last
+// allgather step, whose receive goes into the caller's buffer. A survivor must find that block
+// only partly received when its call fails (else the stop missed, and the run counts as
+// failed), and the rest of the message, sent when the victim wakes, must not land in it.
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
 //        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late]]
 //        (one scenario)
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +68,7 @@ struct Outcome {
   double time_to_error;  // seconds from the fault to the error
   double destroy_s;      // collx_comm_destroy of the failed communicator
   int survivors_ok;      // allreduces on the survivors' communicator verified
+  int64_t cut_at;        // (late) bytes of a block received when the call failed, else -1
   char message[512];
 };
 
@@ -100,6 +105,43 @@ void stop_self(Shared* sh, int sig) {
   kill(getpid(), sig);
 }
 
+// (late) The victim stops by bytes sent, not by time. UCX's TCP transport hands its fragments
+// to the kernel through send and sendmsg; the definitions below take the place of libc's in
+// the whole process (fault_test is linked with export_dynamic) and count what the victim
+// sends, once `on`. Past `stop_at` bytes the victim stops itself, once.
+struct ByteStop {
+  std::atomic<bool> on{false};
+  std::atomic<int64_t> sent{0};
+  std::atomic<int64_t> stop_at{-1};  // -1: only counting
+  Shared* sh = nullptr;
+} byte_stop;
+
+ssize_t count_sent(ssize_t n) {
+  if (n <= 0 || !byte_stop.on.load(std::memory_order_relaxed)) return n;
+  const int64_t total = byte_stop.sent.fetch_add(n) + n;
+  int64_t at = byte_stop.stop_at.load();
+  if (at >= 0 && total >= at && byte_stop.stop_at.compare_exchange_strong(at, -1)) {
+    stop_self(byte_stop.sh, SIGSTOP);
+  }
+  return n;
+}
+
+}  // namespace
+
+extern "C" ssize_t send(int fd, const void* buf, size_t len, int flags) {
+  static const auto real =
+      reinterpret_cast<ssize_t (*)(int, const void*, size_t, int)>(dlsym(RTLD_NEXT, "send"));
+  return count_sent(real(fd, buf, len, flags));
+}
+
+extern "C" ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
+  static const auto real =
+      reinterpret_cast<ssize_t (*)(int, const msghdr*, int)>(dlsym(RTLD_NEXT, "sendmsg"));
+  return count_sent(real(fd, msg, flags));
+}
+
+namespace {
+
 // An in-place int32 sum posted with collx_iallreduce and completed by collx_test alone. In
 // "before" mode a survivor's tests never find that the victim started the call, so its worker
 // must start it when the test's grace period ends; in either mode the error must come back
@@ -113,6 +155,22 @@ collx_status_t polled_allreduce(int32_t* buf, size_t count, collx_comm_t comm) {
     if (st == COLLX_IN_PROGRESS) st = COLLX_SUCCESS;
   }
   return st;
+}
+
+// (late) Where a survivor's buffer, at its error, holds a block only partly received (bytes
+// into the block; -1: none). The ranks' blocks are those of lib/algo/rank_math.h, and each is
+// one message here; what has arrived holds the sum, the rest what the call left before.
+int64_t cut_block(const std::vector<int32_t>& buf, int ranks) {
+  const int32_t want = ranks * (ranks + 1) / 2;
+  const size_t base = kLargeCount / ranks, extra = kLargeCount % ranks;
+  for (size_t b = 0, begin = 0; b < static_cast<size_t>(ranks); ++b) {
+    const size_t len = base + (b < extra ? 1 : 0);
+    size_t i = 0;
+    while (i < len && buf[begin + i] == want) ++i;
+    if (i > 0 && i < len) return static_cast<int64_t>(i * sizeof(int32_t));
+    begin += len;
+  }
+  return -1;
 }
 
 // After the error of a resumed scenario: see the top of the file. The woken victim waits out
@@ -147,6 +205,8 @@ int resumed_rank(Shared* sh, Outcome& out, bool victim, collx_comm_t comm, collx
 int run_rank(const Scenario& sc, Shared* sh, int rank) {
   Outcome& out = sh->out[rank];
   out.failed_call = -1;
+  out.cut_at = -1;
+  if (sc.late) setenv("COLLX_RING_SEGMENT", "64M", 1);  // one message per block
   if (sc.two_nodes) setenv("COLLX_NODE", rank % 2 ? "node-b" : "node-a", 1);
   if (collx_init() != COLLX_SUCCESS) fail("collx_init");
   Group world{&sh->world, rank, sc.ranks};
@@ -174,12 +234,16 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   }
 
   std::vector<int32_t> buf(kLargeCount);
-  double stop_after = 0.003;  // seconds into collective #K (mid mode)
+  const double stop_after = 0.003;  // seconds into collective #K (mid mode, not late)
+  byte_stop.sh = sh;
   for (int call = 0;; ++call) {
     const bool large = sc.mid && call >= kFaultAt - (sc.late ? 2 : 0);  // (#K-1 warm)
     const size_t count = large ? kLargeCount : call % 2 ? kTinyCount : kSmallCount;
     std::fill(buf.begin(), buf.begin() + count, rank + 1);
-    if (victim && call == kFaultAt) {
+    if (victim && sc.late && call == kFaultAt - 1) byte_stop.on.store(true);
+    if (victim && sc.late && call == kFaultAt) {
+      byte_stop.stop_at.store(byte_stop.sent.exchange(0) / 8 * 7);
+    } else if (victim && call == kFaultAt) {
       if (sc.mid) {
         std::thread([sh, sig = sc.sig, stop_after] {
           std::this_thread::sleep_for(std::chrono::duration<double>(stop_after));
@@ -189,11 +253,9 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
         stop_self(sh, sc.sig);
       }
     }
-    const double start = now();
     const collx_status_t st = sc.polled ? polled_allreduce(buf.data(), count, comm)
                                         : collx_allreduce(COLLX_IN_PLACE, buf.data(), count,
                                                           COLLX_INT32, COLLX_SUM, comm);
-    if (sc.late && call == kFaultAt - 1) stop_after = 0.75 * (now() - start);
     if (st == COLLX_SUCCESS) {
       const int32_t want = sc.ranks * (sc.ranks + 1) / 2;
       if (buf[0] != want || buf[count - 1] != want) fail("wrong result before the fault");
@@ -204,6 +266,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
     out.failed_call = call;
     out.code = st;
     std::snprintf(out.message, sizeof out.message, "%s", collx_last_error());
+    if (sc.late) out.cut_at = cut_block(buf, sc.ranks);
     break;
   }
   if (sc.resumed) return resumed_rank(sh, out, victim, comm, scomm, all, sgroup, buf);
@@ -318,6 +381,12 @@ bool run_scenario(const Scenario& sc) {
     worst = std::max(worst, o.time_to_error);
     worst_destroy = std::max(worst_destroy, o.destroy_s);
   }
+  bool cut = false;
+  for (int r = 0; r < sc.ranks; ++r) cut = cut || (r != sc.victim && sh->out[r].cut_at >= 0);
+  if (sc.late && !cut) {
+    std::printf("  FAIL: no survivor's buffer held a block partly received: the stop missed\n");
+    ok = false;
+  }
   if (!victim_named) {
     std::printf("  FAIL: no survivor's error names the victim (rank %d)\n", sc.victim);
     ok = false;
@@ -333,11 +402,17 @@ bool run_scenario(const Scenario& sc) {
     const char* code = sh->out[r].code == COLLX_ERR_PEER_FAILED ? "PEER_FAILED"
                        : sh->out[r].code == COLLX_ERR_TIMEOUT   ? "TIMEOUT"
                                                                 : "other";
-    std::printf(" %d:%s %.2fs", r, code, sh->out[r].time_to_error);
+    std::printf(" %d:%s %.2fs%s", r, code, sh->out[r].time_to_error,
+                sh->out[r].cut_at >= 0 ? " cut" : "");
   }
   std::printf(" | %.2f s | %.3f s | %s |\n", worst, worst_destroy, ok ? "pass" : "FAIL");
   for (int r = 0; r < sc.ranks && getenv("FAULT_VERBOSE"); ++r) {
-    if (r != sc.victim) std::printf("    rank %d: %s\n", r, sh->out[r].message);
+    if (r == sc.victim) continue;
+    std::printf("    rank %d: %s\n", r, sh->out[r].message);
+    if (sh->out[r].cut_at >= 0) {
+      std::printf("    rank %d: a block held %lld bytes of its message\n", r,
+                  static_cast<long long>(sh->out[r].cut_at));
+    }
   }
   std::fflush(stdout);
   munmap(sh, sizeof(Shared));
@@ -367,7 +442,7 @@ int main(int argc, char** argv) {
       bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late);
     }
     const Scenario& sc = matrix[0];
-    if (bad_flag || (sc.late && !(sc.resumed && sc.mid)) || sc.ranks < 2 ||
+    if (bad_flag || (sc.late && !(sc.resumed && sc.mid && sc.two_nodes)) || sc.ranks < 2 ||
         sc.ranks > kMaxRanks || sc.victim < 0 || sc.victim >= sc.ranks) {
       std::fprintf(stderr, "bad scenario\n");
       return 2;
