@@ -304,3 +304,64 @@ TEST_CASE("device buffers: non-blocking, staged on the communicator's thread, in
     }
   });
 }
+
+namespace {
+
+// One rank's transport whose cancel() let go of requests the network layer may still use
+// (Transport::gave_up), as UCX's does towards a frozen peer; it keeps what it is handed
+// (Transport::keep) in `kept`. One rank sends nothing: every post is an error.
+class LetGoTransport final : public Transport {
+ public:
+  LetGoTransport(bool gave_up, std::vector<std::pair<void*, void (*)(void*)>>* kept)
+      : Transport(0, 1), gave_up_(gave_up), kept_(kept) {}
+  bool gave_up() const override { return gave_up_; }
+  void keep(void* memory, void (*free_fn)(void*)) noexcept override {
+    kept_->emplace_back(memory, free_fn);
+  }
+
+ protected:
+  Status post(Request&, uint32_t) override { return error(COLLX_ERR_INTERNAL, "no peers"); }
+  Status test(Request&) override { return error(COLLX_ERR_INTERNAL, "no peers"); }
+  void progress() override {}
+  void cancel(std::vector<Request>&) override {}
+
+ private:
+  bool gave_up_;
+  std::vector<std::pair<void*, void (*)(void*)>>* kept_;
+};
+
+struct CountedCopier : FakeCopier {
+  explicit CountedCopier(int* live) : live_(live) { ++*live_; }
+  ~CountedCopier() override { --*live_; }
+  int* live_;
+};
+
+}  // namespace
+
+TEST_CASE("device buffers: after a give-up, host staging's copier outlives the communicator") {
+  const bool gave_up = GENERATE(true, false);
+  std::vector<std::pair<void*, void (*)(void*)>> kept;
+  Comm* c = nullptr;
+  REQUIRE(Comm::create(std::make_unique<LetGoTransport>(gave_up, &kept), config_for("auto"), &c)
+              .ok());
+  FakeDriver devs;
+  int live = 0;
+  c->set_memory_query(&devs);
+  c->set_copier_factory([&](int, std::unique_ptr<DeviceCopier>* out) {
+    *out = std::make_unique<CountedCopier>(&live);
+    return Status();
+  });
+  std::vector<float> a(300, 1.5f);
+  devs.device_memory(a.data(), a.size() * 4, 0);
+  const Status st = c->allreduce(in_place_sum(*c, a.data(), a.size(), COLLX_FLOAT32));
+  CHECK(st.message() == "");
+  CHECK(a[0] == 1.5f);
+  CHECK(live == 1);
+  delete c;
+  // A send of a chunk let go may still read its pinned slot: the copier stays with the
+  // transport's keeper (the UCX worker, until collx_finalize) and is freed by it.
+  CHECK(live == (gave_up ? 1 : 0));
+  CHECK(kept.size() == (gave_up ? 1u : 0u));
+  for (auto& [memory, free_fn] : kept) free_fn(memory);
+  CHECK(live == 0);
+}

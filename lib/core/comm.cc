@@ -175,10 +175,14 @@ Comm::~Comm() {
   ops_->work.notify_all();
   if (worker_.joinable()) worker_.join();
   across_.clear();  // views of transport_
-  // UCX may still read the scratch space for a send let go (Transport::gave_up) while the
-  // endpoint to that peer serves other communicators: it stays with the worker.
-  if (transport_ != nullptr && transport_->gave_up() && context_ != nullptr) {
-    if (uint8_t* p = scratch_.release()) context_->worker().park(p, Scratch::free_released);
+  // A request let go (Transport::gave_up) may still read the scratch space, or one of host
+  // staging's pinned slots (a chunk's send), while the endpoint to that peer serves other
+  // communicators: they stay with the transport's keeper.
+  if (transport_ != nullptr && transport_->gave_up()) {
+    if (uint8_t* p = scratch_.release()) transport_->keep(p, Scratch::free_released);
+    if (copier_ != nullptr) {
+      transport_->keep(copier_.release(), [](void* p) { delete static_cast<DeviceCopier*>(p); });
+    }
   }
   transport_.reset();
   if (context_ != nullptr) {

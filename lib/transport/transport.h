@@ -82,8 +82,12 @@ class Transport {
   virtual void mark_failed() {}
   // Whether cancel() let go of a request that the network layer may still use (UCX: a
   // matched receive, or a send still queued, towards a peer that stopped answering): memory
-  // such a request uses must then outlive the communicator (Comm::~Comm).
+  // such a request uses must then outlive the communicator, handed to keep() (Comm::~Comm).
   virtual bool gave_up() const { return false; }
+  // Keeps `memory` as long as a request let go may use it, then calls free_fn on it (UCX:
+  // once the worker is destroyed, UcxWorker::park); never frees it early (where it cannot keep
+  // it, it leaks it). This default, for transports that let go of nothing, frees it at once.
+  virtual void keep(void* memory, void (*free_fn)(void*)) noexcept { free_fn(memory); }
 
   // Announcements, for ranks that share no memory (Comm::nudge): each rank tells every peer
   // the number of the last non-blocking operation it has started (operations are numbered

@@ -203,6 +203,9 @@ class UcxTransport final : public Transport {
   // After an error on the communicator: close endpoints without flushing them.
   void mark_failed() override { force_close_ = true; }
   bool gave_up() const override { return gave_up_; }
+  void keep(void* memory, void (*free_fn)(void*)) noexcept override {
+    worker_.park(memory, free_fn);
+  }
   int max_lanes() const override { return lanes_for(size()); }
   static int lanes_for(int size);  // max_lanes() of a communicator of `size` ranks
 
