@@ -25,8 +25,12 @@
 // allgather step, whose receive goes into the caller's buffer. A survivor must find that block
 // only partly received when its call fails (else the stop missed, and the run counts as
 // failed), and the rest of the message, sent when the victim wakes, must not land in it.
+// freed (with resumed): the survivors make the failed call's buffer unreadable (PROT_NONE, as
+// memory given back to the system) before they wake the victim, and the ring's messages are
+// below COLLX_CMA_MIN (8 KiB segments), so that a survivor's sends to the victim wait in its
+// shared-memory FIFO: nothing may read the buffer when the victim drains them (Guarded).
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
-//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late]]
+//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late|freed]]
 //        (one scenario)
 #include <dirent.h>
 #include <dlfcn.h>
@@ -91,6 +95,7 @@ struct Scenario {
   bool polled = false;     // collx_iallreduce completed by a collx_test loop
   bool resumed = false;    // see the top of the file
   bool late = false;       // (resumed) see the top of the file
+  bool freed = false;      // (resumed) see the top of the file
 };
 
 [[noreturn]] void fail(const char* what) {
@@ -175,14 +180,20 @@ int64_t cut_block(const std::vector<int32_t>& buf, int ranks) {
 
 // After the error of a resumed scenario: see the top of the file. The woken victim waits out
 // the survivors' 3 s and exits.
-int resumed_rank(Shared* sh, Outcome& out, bool victim, collx_comm_t comm, collx_comm_t scomm,
-                 collx_comm_t all, Group& sgroup, const std::vector<int32_t>& buf) {
+int resumed_rank(Shared* sh, Outcome& out, bool victim, bool freed, collx_comm_t comm,
+                 collx_comm_t scomm, collx_comm_t all, Group& sgroup,
+                 const std::vector<int32_t>& buf) {
   if (victim) {
     std::this_thread::sleep_for(std::chrono::seconds(4));
     std::_Exit(0);
   }
   const std::vector<int32_t> at_error = buf;
   if (collx_comm_destroy(comm) != COLLX_ERR_COMM_FAILED) fail("destroy of the failed comm");
+  // (freed) The buffer's whole pages, unreadable while the victim's messages come in.
+  const auto first = (reinterpret_cast<uintptr_t>(buf.data()) + 4095) & ~uintptr_t{4095};
+  const auto end = reinterpret_cast<uintptr_t>(buf.data() + buf.size()) & ~uintptr_t{4095};
+  void* pages = reinterpret_cast<void*>(first);
+  if (freed && mprotect(pages, end - first, PROT_NONE) != 0) fail("mprotect");
   if (board_barrier(sgroup) != 0) fail("survivors' barrier");
   if (sgroup.rank == 0) kill(sh->victim_pid.load(), SIGCONT);
   std::vector<int32_t> other(1000);
@@ -193,6 +204,7 @@ int resumed_rank(Shared* sh, Outcome& out, bool victim, collx_comm_t comm, collx
     }
     usleep(10000);
   }
+  if (freed && mprotect(pages, end - first, PROT_READ | PROT_WRITE) != 0) fail("mprotect");
   if (buf != at_error) fail("the failed call's buffer changed after it returned");
   collx_comm_destroy(all);  // (not checked: the victim may have exited by now)
   if (collx_comm_destroy(scomm) != COLLX_SUCCESS) fail("destroy survivors' comm");
@@ -207,6 +219,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   out.failed_call = -1;
   out.cut_at = -1;
   if (sc.late) setenv("COLLX_RING_SEGMENT", "64M", 1);  // one message per block
+  if (sc.freed) setenv("COLLX_RING_SEGMENT", "8K", 1);   // below COLLX_CMA_MIN
   if (sc.two_nodes) setenv("COLLX_NODE", rank % 2 ? "node-b" : "node-a", 1);
   if (collx_init() != COLLX_SUCCESS) fail("collx_init");
   Group world{&sh->world, rank, sc.ranks};
@@ -269,7 +282,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
     if (sc.late) out.cut_at = cut_block(buf, sc.ranks);
     break;
   }
-  if (sc.resumed) return resumed_rank(sh, out, victim, comm, scomm, all, sgroup, buf);
+  if (sc.resumed) return resumed_rank(sh, out, victim, sc.freed, comm, scomm, all, sgroup, buf);
   // A failed communicator fails fast from now on, and is destroyed without waiting.
   const double t0 = now();
   if (collx_allreduce(COLLX_IN_PLACE, buf.data(), 1, COLLX_INT32, COLLX_SUM, comm) !=
@@ -393,7 +406,8 @@ bool run_scenario(const Scenario& sc) {
   }
   std::printf("| %-37s | %-7s | %-6s | %d | %d |",
               (sc.algo + (sc.two_nodes ? " (2 nodes)" : "") + (sc.polled ? " (polled)" : "") +
-               (sc.resumed ? " (resumed)" : "") + (sc.late ? " (late)" : ""))
+               (sc.resumed ? " (resumed)" : "") + (sc.late ? " (late)" : "") +
+               (sc.freed ? " (freed)" : ""))
                   .c_str(),
               sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
               sc.victim);
@@ -435,14 +449,17 @@ int main(int argc, char** argv) {
       const bool polled = std::strcmp(argv[i], "polled") == 0;
       const bool resumed = std::strcmp(argv[i], "resumed") == 0;
       const bool late = std::strcmp(argv[i], "late") == 0;
+      const bool freed = std::strcmp(argv[i], "freed") == 0;
       matrix[0].two_nodes = matrix[0].two_nodes || two_nodes;
       matrix[0].polled = matrix[0].polled || polled;
       matrix[0].resumed = matrix[0].resumed || resumed;
       matrix[0].late = matrix[0].late || late;
-      bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late);
+      matrix[0].freed = matrix[0].freed || freed;
+      bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late && !freed);
     }
     const Scenario& sc = matrix[0];
-    if (bad_flag || (sc.late && !(sc.resumed && sc.mid && sc.two_nodes)) || sc.ranks < 2 ||
+    if (bad_flag || (sc.late && !(sc.resumed && sc.mid && sc.two_nodes)) ||
+        (sc.freed && (!sc.resumed || sc.late)) || sc.ranks < 2 ||
         sc.ranks > kMaxRanks || sc.victim < 0 || sc.victim >= sc.ranks) {
       std::fprintf(stderr, "bad scenario\n");
       return 2;
@@ -477,6 +494,9 @@ int main(int argc, char** argv) {
     // buffer fragment by fragment: the rest of a message, arriving after the call returned, is
     // dropped (GuardedRecv).
     matrix.push_back({"ring", SIGSTOP, true, 3, 0, true, false, true, true});
+    // Frozen with the survivors' small sends to it waiting in its shared-memory FIFO, their
+    // buffer unreadable when it drains them: those let go are sent as zeros (Guarded).
+    matrix.push_back({"ring", SIGSTOP, true, 3, 0, false, false, true, false, true});
   }
   std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "

@@ -44,6 +44,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
   t->completing_.reserve(size);
   t->watches_.assign(size, nullptr);
   t->cma_pid_.assign(size, 0);
+  t->local_.assign(size, 0);
   Status st;
   {
     LockGuard g(worker);
@@ -57,6 +58,7 @@ Status UcxTransport::create(UcxWorker& worker, int rank, int size, uint16_t comm
         t->polled_.push_back(w);
       }
       if (local && cma_min != SIZE_MAX) t->cma_pid_[peer] = peers[peer].pid;
+      t->local_[peer] = local;
       const Status e = worker.endpoint(w, peers[peer].address, local, &t->eps_[peer]);
       if (!e.ok()) {
         st = error(COLLX_ERR_TRANSPORT, "rank %d: connecting to rank %d failed: %s", rank, peer,
@@ -94,12 +96,12 @@ UcxTransport::~UcxTransport() {
   }
   ucs_status_t ignored;
   worker_.complete_all(closing, close_timeout_s_, &ignored);
-  // What UCX may still use for a request let go (the one-copy transfers' messages, the plain
-  // receives' GuardedRecv) stays with the worker; where there is no memory for that, it goes
-  // with the transport.
+  // What UCX may still use for a request let go (the one-copy transfers' messages, the
+  // Guarded messages) stays with the worker; where there is no memory for that, it goes with
+  // the transport.
   if (gave_up_) {
     park(worker_, cma_ops_);
-    park(worker_, recvs_);
+    park(worker_, guarded_);
   }
 }
 
@@ -303,29 +305,29 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
+  Guarded* g = nullptr;
+  if (guarded(r)) {
+    while (guarded_used_ < guarded_.size() && guarded_[guarded_used_].let_go) ++guarded_used_;
+    if (guarded_used_ == guarded_.size()) guarded_.emplace_back();
+    g = &guarded_[guarded_used_++];
+    *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false};
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = worker_.guarded_datatype();
+  }
+  LockGuard lock(worker_);
+  void* req;
   if (r.is_recv) {
-    while (recvs_used_ < recvs_.size() && recvs_[recvs_used_].let_go) ++recvs_used_;
-    if (recvs_used_ == recvs_.size()) recvs_.emplace_back();
-    GuardedRecv& g = recvs_[recvs_used_++];
-    g = GuardedRecv{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false};
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    p.datatype = worker_.recv_datatype();
-    LockGuard lock(worker_);
-    void* req = ucp_tag_recv_nbx(worker_.worker(), &g, 1, tag(from_peer(r), seq, r.step),
-                                 kFullMask, &p);
-    if (UCS_PTR_IS_ERR(req)) {
-      r.done = true;
-      return request_error(r, UCS_PTR_STATUS(req), "posting");
-    }
-    g.req = req;
-    r.impl = &g;
-    return Status();
+    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    req = ucp_tag_recv_nbx(worker_.worker(), g, 1, tag(from_peer(r), seq, r.step), kFullMask,
+                           &p);
+  } else if (g != nullptr) {
+    req = ucp_tag_send_nbx(eps_[r.peer], g, 1, tag(from_me(r), seq, r.step), &p);
+  } else {
+    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
   }
-  LockGuard g(worker_);
-  void* req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
-  if (req == nullptr) {
+  if (req == nullptr) {  // a send complete at once
     r.done = true;
     return Status();
   }
@@ -333,7 +335,8 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
     r.done = true;
     return request_error(r, UCS_PTR_STATUS(req), "posting");
   }
-  r.impl = req;
+  if (g != nullptr) g->req = req;
+  r.impl = g != nullptr ? static_cast<void*>(g) : req;
   return Status();
 }
 
@@ -342,7 +345,7 @@ Status UcxTransport::test(Request& r) {
   LockGuard g(worker_);
   ucs_status_t s;
   ucp_tag_recv_info_t info{};
-  void*& req = r.is_recv ? static_cast<GuardedRecv*>(r.impl)->req : r.impl;
+  void*& req = guarded(r) ? static_cast<Guarded*>(r.impl)->req : r.impl;
   if (r.is_recv) {
     s = ucp_tag_recv_request_test(req, &info);
   } else {
@@ -376,10 +379,11 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
   // Every pending request's UCX requests are let go at once, nothing allocated. A receive that
   // has not matched a message is cancelled. One that has, whose message is still arriving (its
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
-  // shared with other communicators, and after a close too (GuardedRecv). Its rest is dropped
-  // (GuardedRecv::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A
-  // send still in flight may read its buffer later. Where UCX keeps a request, the memory it
-  // may use stays with the worker (gave_up()).
+  // shared with other communicators, and after a close too (Guarded). Its rest is dropped
+  // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
+  // still queued to a peer on this node packs zeros (Guarded::let_go); one over the network
+  // may read its buffer later. Where UCX keeps a request, the memory it may use stays with the
+  // worker (gave_up()).
   LockGuard g(worker_);
   auto let_go = [&](void*& req, bool receive) {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
@@ -395,10 +399,10 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
       auto& op = *static_cast<CmaOp*>(r.impl);
       let_go(op.ctrl, r.is_recv);
       let_go(op.ack_req, !r.is_recv);
-    } else if (r.is_recv) {
-      auto& recv = *static_cast<GuardedRecv*>(r.impl);
-      let_go(recv.req, true);
-      recv.let_go = true;
+    } else if (guarded(r)) {
+      auto& m = *static_cast<Guarded*>(r.impl);
+      let_go(m.req, r.is_recv);
+      m.let_go = true;
     } else {
       let_go(r.impl, false);
     }

@@ -45,17 +45,21 @@ struct PeerWatch {
   int ep_users = 0;       // communicators using `ep`
 };
 
-// A plain receive (not one-copy), which UCX fills through the callbacks of a generic datatype
-// (UcxWorker::recv_datatype) instead of writing into `buf` itself. A receive that cancel()
-// lets go while its message is still arriving (the sender stopped in the middle of it) stays
-// in UCX's hands as long as the endpoint is open, and even closing the endpoint does not stop
-// UCX 1.13's TCP transport from delivering the rest later: once let go, the rest is dropped
-// instead of written into a buffer that the caller owns again (docs/RELIABILITY.md).
-struct GuardedRecv {
+// A plain message (not one-copy) whose buffer UCX fills or reads through the callbacks of a
+// generic datatype (UcxWorker::guarded_datatype), not by itself: every receive, and the sends
+// to peers on this node. A request that cancel() lets go unfinished stays in UCX's hands as
+// long as the endpoint is open: a receive whose sender stopped in the middle of its message
+// (even closing the endpoint does not stop UCX 1.13's TCP transport from delivering the rest
+// later), a send queued for a peer that stopped draining its shared-memory FIFO. Once let go,
+// the rest of a message is dropped instead of written into a buffer that the caller owns
+// again, and a send packs zeros instead of reading one that the caller may have freed
+// (docs/RELIABILITY.md). Sends over the network stay contiguous: where TCP is the network
+// they must be zero-copy (UcxWorker::create), which a generic datatype is not.
+struct Guarded {
   void* req = nullptr;  // the UCX request; null once complete
-  uint8_t* buf = nullptr;
+  uint8_t* buf = nullptr;  // (a send's is only read)
   size_t bytes = 0;
-  bool let_go = false;  // cancel() let it go: write nothing more; never reused
+  bool let_go = false;  // cancel() let it go: touch the buffer no more; never reused
 };
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
@@ -130,10 +134,11 @@ class UcxWorker {
   // Peer error handler of endpoints in peer error-handling mode; arg is the peer's watch.
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
-  // The generic datatype of plain receives (GuardedRecv): UCX hands each fragment of the
-  // message to unpack_guarded (ucx_worker.cc), which writes it into the receive's buffer unless
-  // cancel() has let the receive go.
-  ucp_datatype_t recv_datatype() const { return recv_dt_; }
+  // The generic datatype of Guarded messages: UCX hands each fragment of a received message
+  // to unpack_guarded (ucx_worker.cc), which writes it into the receive's buffer, and has
+  // pack_guarded fill each fragment of a send from the send's buffer, unless cancel() has let
+  // the request go.
+  ucp_datatype_t guarded_datatype() const { return guarded_dt_; }
 
  private:
   UcxWorker() = default;
@@ -153,7 +158,7 @@ class UcxWorker {
     void (*free_fn)(void*);
   };
   std::vector<Parked> parked_;  // park(); freed by the destructor, after ucp_worker_destroy
-  ucp_datatype_t recv_dt_ = 0;  // 0: not created
+  ucp_datatype_t guarded_dt_ = 0;  // 0: not created
 };
 
 // Whether ucp_context_print_info's text lists TCP and no other network transport.
@@ -224,7 +229,7 @@ class UcxTransport final : public Transport {
   int dead_peer(int prefer, std::string* why) const override;
   void reset_op() override {
     cma_used_ = 0;
-    recvs_used_ = 0;
+    guarded_used_ = 0;
   }
 
  private:
@@ -253,6 +258,8 @@ class UcxTransport final : public Transport {
   void* recv_ctrl(void* buf, size_t bytes, ucp_tag_t t);
   // Checks a UCX request without taking the lock: UCS_INPROGRESS, or its final status (freed).
   ucs_status_t check(void*& req, size_t* received = nullptr);
+  // Whether r goes through a Guarded: a receive, or a send to a peer on this node.
+  bool guarded(const Request& r) const { return r.is_recv || local_[r.peer] != 0; }
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
 
@@ -283,13 +290,14 @@ class UcxTransport final : public Transport {
   std::vector<PeerWatch*> watches_;  // per peer; null for this rank
   std::vector<pollfd> pidfds_;       // local peers' pidfds, polled together
   std::vector<PeerWatch*> polled_;   // their watches
-  // One-copy transfers and plain receives: the first cma_used_ and recvs_used_ belong to the
+  // One-copy transfers and Guarded messages: the first cma_used_ and guarded_used_ belong to the
   // running operation. Kept between operations (a deque keeps their addresses stable), so a
   // warm call allocates nothing.
   std::deque<CmaOp> cma_ops_;
   size_t cma_used_ = 0;
-  std::deque<GuardedRecv> recvs_;
-  size_t recvs_used_ = 0;
+  std::deque<Guarded> guarded_;
+  size_t guarded_used_ = 0;
+  std::vector<char> local_;  // per peer: on this node (sends to it are Guarded too)
   std::vector<Heard> heard_;    // empty: not announcing
   uint64_t said_[2] = {0, 0};   // token, the number last announced
   bool unsent_ = false;         // a peer awaits said_ behind a send in flight (progress sends)

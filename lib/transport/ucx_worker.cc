@@ -35,25 +35,26 @@ bool tcp_only(ucp_context_h context) {
   return tcp_is_the_only_network(std::string(text, len));
 }
 
-// The generic datatype of GuardedRecv: the buffer UCX is given is the GuardedRecv itself.
-// (Its pack side is not used: sends are contiguous.)
+// The generic datatype of Guarded messages: the buffer UCX is given is the Guarded itself.
 void* start_unpack_guarded(void*, void* buffer, size_t) { return buffer; }
 
 void* start_pack_guarded(void*, const void* buffer, size_t) { return const_cast<void*>(buffer); }
 
-size_t guarded_size(void* state) { return static_cast<GuardedRecv*>(state)->bytes; }
+size_t guarded_size(void* state) { return static_cast<Guarded*>(state)->bytes; }
 
 ucs_status_t unpack_guarded(void* state, size_t offset, const void* src, size_t length) {
-  auto& r = *static_cast<GuardedRecv*>(state);
+  auto& r = *static_cast<Guarded*>(state);
   if (offset > r.bytes || length > r.bytes - offset) return UCS_ERR_MESSAGE_TRUNCATED;
   if (!r.let_go && length != 0) std::memcpy(r.buf + offset, src, length);  // (buf: null if 0)
   return UCS_OK;
 }
 
+// A send let go still delivers its length (the peer's receive expects it), in zeros.
 size_t pack_guarded(void* state, size_t offset, void* dest, size_t max) {
-  const auto& r = *static_cast<GuardedRecv*>(state);
+  const auto& r = *static_cast<Guarded*>(state);
   const size_t n = offset < r.bytes ? std::min(max, r.bytes - offset) : 0;
-  if (n != 0) std::memcpy(dest, r.buf + offset, n);
+  if (n != 0 && !r.let_go) std::memcpy(dest, r.buf + offset, n);
+  if (n != 0 && r.let_go) std::memset(dest, 0, n);
   return n;
 }
 
@@ -162,7 +163,7 @@ Status UcxWorker::create(UcxWorker** out) {
                  "UCX_TLS and UCX_NET_DEVICES; ucx_info -d lists what this machine has)",
                  ucs_status_string(s));
   }
-  s = ucp_dt_create_generic(&kGuardedOps, nullptr, &w->recv_dt_);
+  s = ucp_dt_create_generic(&kGuardedOps, nullptr, &w->guarded_dt_);
   if (s != UCS_OK) return ucx_error("ucp_dt_create_generic", s);
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -220,7 +221,7 @@ UcxWorker::~UcxWorker() {
   }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
-  if (recv_dt_ != 0) ucp_dt_destroy(recv_dt_);
+  if (guarded_dt_ != 0) ucp_dt_destroy(guarded_dt_);
   for (const Parked& m : parked_) m.free_fn(m.memory);
 }
 
