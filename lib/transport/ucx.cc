@@ -311,21 +311,30 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
     if (guarded_used_ == guarded_.size()) guarded_.emplace_back();
     g = &guarded_[guarded_used_++];
     *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false};
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    p.datatype = worker_.guarded_datatype();
   }
+  ucp_request_param_t gp = p;  // through g
+  gp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  gp.datatype = worker_.guarded_datatype();
   LockGuard lock(worker_);
   void* req;
   if (r.is_recv) {
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
-    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    gp.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     req = ucp_tag_recv_nbx(worker_.worker(), g, 1, tag(from_peer(r), seq, r.step), kFullMask,
-                           &p);
-  } else if (g != nullptr) {
-    req = ucp_tag_send_nbx(eps_[r.peer], g, 1, tag(from_me(r), seq, r.step), &p);
-  } else {
+                           &gp);
+  } else if (g == nullptr) {
     req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
+  } else {
+    // To a peer on this node: from the buffer where UCX sends it at once (a short message, room
+    // in the peer's FIFO: nothing reads the buffer later), else through g.
+    const ucp_tag_t t = tag(from_me(r), seq, r.step);
+    ucp_request_param_t now = p;
+    now.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, t, &now);
+    if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) == UCS_ERR_NO_RESOURCE) {
+      req = ucp_tag_send_nbx(eps_[r.peer], g, 1, t, &gp);
+    }
   }
   if (req == nullptr) {  // a send complete at once
     r.done = true;

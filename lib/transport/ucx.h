@@ -47,14 +47,15 @@ struct PeerWatch {
 
 // A plain message (not one-copy) whose buffer UCX fills or reads through the callbacks of a
 // generic datatype (UcxWorker::guarded_datatype), not by itself: every receive, and the sends
-// to peers on this node. A request that cancel() lets go unfinished stays in UCX's hands as
-// long as the endpoint is open: a receive whose sender stopped in the middle of its message
-// (even closing the endpoint does not stop UCX 1.13's TCP transport from delivering the rest
-// later), a send queued for a peer that stopped draining its shared-memory FIFO. Once let go,
-// the rest of a message is dropped instead of written into a buffer that the caller owns
-// again, and a send packs zeros instead of reading one that the caller may have freed
-// (docs/RELIABILITY.md). Sends over the network stay contiguous: where TCP is the network
-// they must be zero-copy (UcxWorker::create), which a generic datatype is not.
+// to peers on this node that UCX does not send at once. A request that cancel() lets go
+// unfinished stays in UCX's hands as long as the endpoint is open: a receive whose sender
+// stopped in the middle of its message (even closing the endpoint does not stop UCX 1.13's TCP
+// transport from delivering the rest later), a send queued for a peer that stopped draining
+// its shared-memory FIFO. Once let go, the rest of a message is dropped instead of written
+// into a buffer that the caller owns again, and a send packs zeros instead of reading one that
+// the caller may have freed (docs/RELIABILITY.md). Sends over the network stay contiguous:
+// where TCP is the network they must be zero-copy (UcxWorker::create), which a generic
+// datatype is not.
 struct Guarded {
   void* req = nullptr;  // the UCX request; null once complete
   uint8_t* buf = nullptr;  // (a send's is only read)
