@@ -492,7 +492,7 @@ int main(int argc, char** argv) {
     matrix.push_back({"ring", SIGSTOP, true, 3, 0, false, false, true});
     // Frozen in the allgather, whose receives from the other node write into the caller's
     // buffer fragment by fragment: the rest of a message, arriving after the call returned, is
-    // dropped (GuardedRecv).
+    // dropped (Guarded).
     matrix.push_back({"ring", SIGSTOP, true, 3, 0, true, false, true, true});
     // Frozen with the survivors' small sends to it waiting in its shared-memory FIFO, their
     // buffer unreadable when it drains them: those let go are sent as zeros (Guarded).
