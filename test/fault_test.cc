@@ -18,7 +18,8 @@
 // survivor, after its error, destroys the failed communicator, one of them wakes the (SIGSTOP)
 // victim, and the survivors run allreduces of their own for 3 s while the victim's messages
 // still come in: the failed call's buffer must not change and, under ASan, nothing may touch
-// freed memory (Transport::gave_up, docs/RELIABILITY.md).
+// freed memory (Transport::gave_up, docs/RELIABILITY.md). The woken victim's call must fail or
+// give the right result, never a wrong one as success.
 // late (with resumed, mid and two_nodes): collectives #K-2 and #K-1 are large too, one ring
 // message per block (COLLX_RING_SEGMENT above the block), and the victim stops once it has
 // sent 7/8 of the bytes #K-1 made it send: in the middle of its last message, the ring's last
@@ -26,9 +27,11 @@
 // only partly received when its call fails (else the stop missed, and the run counts as
 // failed), and the rest of the message, sent when the victim wakes, must not land in it.
 // freed (with resumed): the survivors make the failed call's buffer unreadable (PROT_NONE, as
-// memory given back to the system) before they wake the victim, and the ring's messages are
-// below COLLX_CMA_MIN (8 KiB segments), so that a survivor's sends to the victim wait in its
-// shared-memory FIFO: nothing may read the buffer when the victim drains them (Guarded).
+// memory given back to the system) before they wake the victim, and every message goes
+// through UCX, not the one-copy path (COLLX_CMA_MIN above them all; the ring's in 8 KiB
+// segments), so that a survivor's sends to the victim wait in its shared-memory FIFO: nothing
+// may read the buffer when the victim drains them, and the victim must not take the zeros sent
+// instead for data (Guarded, its seal).
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
 //        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late|freed]]
 //        (one scenario)
@@ -73,6 +76,7 @@ struct Outcome {
   double destroy_s;      // collx_comm_destroy of the failed communicator
   int survivors_ok;      // allreduces on the survivors' communicator verified
   int64_t cut_at;        // (late) bytes of a block received when the call failed, else -1
+  int wrong_result;      // a call returned COLLX_SUCCESS with a wrong result (the woken victim)
   char message[512];
 };
 
@@ -219,7 +223,8 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
   out.failed_call = -1;
   out.cut_at = -1;
   if (sc.late) setenv("COLLX_RING_SEGMENT", "64M", 1);  // one message per block
-  if (sc.freed) setenv("COLLX_RING_SEGMENT", "8K", 1);   // below COLLX_CMA_MIN
+  if (sc.freed) setenv("COLLX_RING_SEGMENT", "8K", 1);
+  if (sc.freed) setenv("COLLX_CMA_MIN", "1G", 1);  // every message through UCX
   if (sc.two_nodes) setenv("COLLX_NODE", rank % 2 ? "node-b" : "node-a", 1);
   if (collx_init() != COLLX_SUCCESS) fail("collx_init");
   Group world{&sh->world, rank, sc.ranks};
@@ -271,7 +276,10 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
                                                           COLLX_INT32, COLLX_SUM, comm);
     if (st == COLLX_SUCCESS) {
       const int32_t want = sc.ranks * (sc.ranks + 1) / 2;
-      if (buf[0] != want || buf[count - 1] != want) fail("wrong result before the fault");
+      if (std::any_of(buf.begin(), buf.begin() + count, [&](int32_t v) { return v != want; })) {
+        out.wrong_result = 1;
+        fail("a wrong result returned as success");
+      }
       if (call > kFaultAt + 1) fail("no error after the fault");
       continue;
     }
@@ -400,6 +408,10 @@ bool run_scenario(const Scenario& sc) {
     std::printf("  FAIL: no survivor's buffer held a block partly received: the stop missed\n");
     ok = false;
   }
+  if (sh->out[sc.victim].wrong_result) {
+    std::printf("  FAIL: the victim's call returned a wrong result as success\n");
+    ok = false;
+  }
   if (!victim_named) {
     std::printf("  FAIL: no survivor's error names the victim (rank %d)\n", sc.victim);
     ok = false;
@@ -420,6 +432,10 @@ bool run_scenario(const Scenario& sc) {
                 sh->out[r].cut_at >= 0 ? " cut" : "");
   }
   std::printf(" | %.2f s | %.3f s | %s |\n", worst, worst_destroy, ok ? "pass" : "FAIL");
+  const Outcome& woken = sh->out[sc.victim];
+  if (getenv("FAULT_VERBOSE") && sc.resumed && woken.failed_call >= 0) {
+    std::printf("    rank %d (the victim, woken): %s\n", sc.victim, woken.message);
+  }
   for (int r = 0; r < sc.ranks && getenv("FAULT_VERBOSE"); ++r) {
     if (r == sc.victim) continue;
     std::printf("    rank %d: %s\n", r, sh->out[r].message);
@@ -497,6 +513,9 @@ int main(int argc, char** argv) {
     // Frozen with the survivors' small sends to it waiting in its shared-memory FIFO, their
     // buffer unreadable when it drains them: those let go are sent as zeros (Guarded).
     matrix.push_back({"ring", SIGSTOP, true, 3, 0, false, false, true, false, true});
+    // Recursive doubling's fold: the victim holds rank 0's data and exchanges with rank 2.
+    // Woken, it finds their sends to it let go: zeros, which it must not take for data.
+    matrix.push_back({"recursive_doubling", SIGSTOP, true, 3, 1, false, false, true, false, true});
   }
   std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "

@@ -1,9 +1,11 @@
 // The UCX worker's endpoints: one per peer process, shared by the communicators with it, kept
 // after the last of them for the next (closing one gracefully waits for the peer to answer),
 // closed at once only after an error; its protocol where TCP is the only network; and the
-// messages no receive matched, taken out before it is destroyed.
+// messages no receive matched, taken out before it is destroyed; the seal of Guarded messages
+// within a node.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -203,5 +205,74 @@ TEST_CASE("UCX worker: messages no receive matched are taken out before it is de
   peer.join();
   CHECK(sent);
   CHECK(failure == UCS_OK);
+  close_at_once(a, w);
+}
+
+TEST_CASE("UCX Guarded messages within a node end with a seal; one let go midway arrives as "
+          "zeros with its seal broken", "[ucx]") {
+  std::unique_ptr<UcxWorker> owned_a = make_worker(), owned_b = make_worker();
+  UcxWorker* a = owned_a.get();
+  UcxWorker* b = owned_b.get();
+  PeerWatch* w = nullptr;
+  ucp_ep_h ep = nullptr;
+  {
+    LockGuard g(*a);
+    w = a->watch(b->address(), 0);
+    REQUIRE(a->endpoint(w, b->address(), true, &ep).ok());  // b on this node: shared memory
+  }
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+  p.datatype = a->guarded_datatype();
+  const size_t n = 4 << 20;  // more than b's FIFO holds: the rest waits in a until b drains it
+  const std::vector<uint8_t> data(n, 0x5a);
+  std::vector<uint8_t> got(n);
+  for (const bool let_go : {false, true}) {
+    CAPTURE(let_go);
+    std::fill(got.begin(), got.end(), 0xff);
+    Guarded send{nullptr, const_cast<uint8_t*>(data.data()), n, false, true, 0};
+    Guarded recv{nullptr, got.data(), n, false, true, 0};
+    {
+      LockGuard g(*a);
+      send.req = ucp_tag_send_nbx(ep, &send, 1, 7, &p);
+    }
+    REQUIRE(UCS_PTR_IS_PTR(send.req));  // waiting for b
+    send.let_go = let_go;               // as UcxTransport::cancel does
+    ucp_request_param_t rp = p;
+    rp.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    {
+      LockGuard g(*b);
+      recv.req = ucp_tag_recv_nbx(b->worker(), &recv, 1, 7, ~ucp_tag_t{0}, &rp);
+    }
+    REQUIRE(UCS_PTR_IS_PTR(recv.req));
+    ucs_status_t sent = UCS_INPROGRESS, received = UCS_INPROGRESS;
+    ucp_tag_recv_info_t info{};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((sent == UCS_INPROGRESS || received == UCS_INPROGRESS) &&
+           std::chrono::steady_clock::now() < deadline) {
+      {
+        LockGuard g(*a);
+        ucp_worker_progress(a->worker());
+        sent = ucp_request_check_status(send.req);
+      }
+      LockGuard g(*b);
+      ucp_worker_progress(b->worker());
+      received = ucp_tag_recv_request_test(recv.req, &info);
+    }
+    REQUIRE(sent == UCS_OK);
+    REQUIRE(received == UCS_OK);
+    ucp_request_free(send.req);
+    ucp_request_free(recv.req);
+    CHECK(info.length == n + kSealBytes);
+    const size_t real = std::find(got.begin(), got.end(), 0) - got.begin();
+    if (!let_go) {
+      CHECK(recv.seal == kSealIntact);
+      CHECK(real == n);
+    } else {
+      CHECK(recv.seal != kSealIntact);
+      CHECK(real > 0);  // what went into b's FIFO before the let-go,
+      CHECK(real < n);  // then zeros, never the buffer again
+      CHECK(std::all_of(got.begin() + real, got.end(), [](uint8_t v) { return v == 0; }));
+    }
+  }
   close_at_once(a, w);
 }

@@ -1,5 +1,8 @@
 #include "transport/ucx.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "transport/peer_memory.h"
 
 namespace collx {
@@ -300,39 +303,48 @@ Status UcxTransport::test_one_copy(Request& r) {
   return Status();
 }
 
+Guarded* UcxTransport::take_guarded(const Request& r) {
+  while (guarded_used_ < guarded_.size() && guarded_[guarded_used_].let_go) ++guarded_used_;
+  if (guarded_used_ == guarded_.size()) guarded_.emplace_back();
+  Guarded* g = &guarded_[guarded_used_++];
+  *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false, local_[r.peer] != 0, 0};
+  return g;
+}
+
 Status UcxTransport::post(Request& r, uint32_t seq) {
   if (r.bytes >= cma_min_ && cma_pid_[r.peer] != 0) return post_one_copy(r, seq);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
-  Guarded* g = nullptr;
-  if (guarded(r)) {
-    while (guarded_used_ < guarded_.size() && guarded_[guarded_used_].let_go) ++guarded_used_;
-    if (guarded_used_ == guarded_.size()) guarded_.emplace_back();
-    g = &guarded_[guarded_used_++];
-    *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false};
-  }
-  ucp_request_param_t gp = p;  // through g
+  ucp_request_param_t gp = p;  // through a Guarded
   gp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
   gp.datatype = worker_.guarded_datatype();
   LockGuard lock(worker_);
+  Guarded* g = nullptr;
   void* req;
   if (r.is_recv) {
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
     gp.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    g = take_guarded(r);
     req = ucp_tag_recv_nbx(worker_.worker(), g, 1, tag(from_peer(r), seq, r.step), kFullMask,
                            &gp);
-  } else if (g == nullptr) {
+  } else if (!guarded(r)) {
     req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
   } else {
-    // To a peer on this node: from the buffer where UCX sends it at once (a short message, room
-    // in the peer's FIFO: nothing reads the buffer later), else through g.
+    // To a peer on this node: a short message with its seal, copied, where UCX sends it at once
+    // (room in the peer's FIFO: nothing reads it later), else through a Guarded.
     const ucp_tag_t t = tag(from_me(r), seq, r.step);
-    ucp_request_param_t now = p;
-    now.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, t, &now);
+    req = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    if (r.bytes <= sizeof short_ - kSealBytes) {
+      if (r.bytes != 0) std::memcpy(short_, r.buf, r.bytes);
+      std::memcpy(short_ + r.bytes, &kSealIntact, kSealBytes);
+      ucp_request_param_t now = p;
+      now.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+      req = ucp_tag_send_nbx(eps_[r.peer], short_, r.bytes + kSealBytes, t, &now);
+    }
     if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) == UCS_ERR_NO_RESOURCE) {
+      g = take_guarded(r);
       req = ucp_tag_send_nbx(eps_[r.peer], g, 1, t, &gp);
     }
   }
@@ -354,7 +366,8 @@ Status UcxTransport::test(Request& r) {
   LockGuard g(worker_);
   ucs_status_t s;
   ucp_tag_recv_info_t info{};
-  void*& req = guarded(r) ? static_cast<Guarded*>(r.impl)->req : r.impl;
+  Guarded* m = guarded(r) ? static_cast<Guarded*>(r.impl) : nullptr;
+  void*& req = m != nullptr ? m->req : r.impl;
   if (r.is_recv) {
     s = ucp_tag_recv_request_test(req, &info);
   } else {
@@ -369,9 +382,16 @@ Status UcxTransport::test(Request& r) {
     return describe(r, COLLX_ERR_MISMATCH, "message longer than expected in");
   }
   if (s != UCS_OK) return request_error(r, s, "in");
-  if (r.is_recv && info.length != r.bytes) {
+  if (!r.is_recv) return Status();
+  const size_t seal = m->sealed ? kSealBytes : 0;
+  if (info.length != r.bytes + seal) {
+    const size_t got = info.length - std::min(info.length, seal);
     return describe(r, COLLX_ERR_MISMATCH,
-                    format("got %zu bytes instead of the expected in", info.length).c_str());
+                    format("got %zu bytes instead of the expected in", got).c_str());
+  }
+  if (m->sealed && m->seal != kSealIntact) {
+    return describe(r, COLLX_ERR_PEER_FAILED,
+                    "the sender gave up on this collective (its call failed) during its message:");
   }
   return Status();
 }

@@ -56,12 +56,22 @@ struct PeerWatch {
 // the caller may have freed (docs/RELIABILITY.md). Sends over the network stay contiguous:
 // where TCP is the network they must be zero-copy (UcxWorker::create), which a generic
 // datatype is not.
+//
+// Every plain message between peers on this node ends with a seal of kSealBytes (sent at once
+// or through a Guarded): kSealIntact where its sender packed all of its data, anything else
+// where the sender let it go before the end. A receive whose seal is not intact fails: the zeros
+// are not data, and the peer that sent them has failed the collective (a frozen rank that wakes
+// would otherwise take them for its peers' data).
 struct Guarded {
   void* req = nullptr;  // the UCX request; null once complete
   uint8_t* buf = nullptr;  // (a send's is only read)
-  size_t bytes = 0;
+  size_t bytes = 0;        // of data, without the seal
   bool let_go = false;  // cancel() let it go: touch the buffer no more; never reused
+  bool sealed = false;  // between peers on this node: the data, then the seal
+  uint64_t seal = 0;    // a receive's, as it arrived
 };
+constexpr size_t kSealBytes = 8;
+constexpr uint64_t kSealIntact = 0x4c41455358434c43ull;  // "CLCXSEAL"
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
 // that communicators may be driven from different threads (UCS_THREAD_MODE_SERIALIZED).
@@ -261,6 +271,8 @@ class UcxTransport final : public Transport {
   ucs_status_t check(void*& req, size_t* received = nullptr);
   // Whether r goes through a Guarded: a receive, or a send to a peer on this node.
   bool guarded(const Request& r) const { return r.is_recv || local_[r.peer] != 0; }
+  // The next Guarded slot of the running operation, set up for r.
+  Guarded* take_guarded(const Request& r);
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
 
@@ -299,6 +311,8 @@ class UcxTransport final : public Transport {
   std::deque<Guarded> guarded_;
   size_t guarded_used_ = 0;
   std::vector<char> local_;  // per peer: on this node (sends to it are Guarded too)
+  // A short send to a peer on this node, with its seal, for UCX to send at once (post).
+  uint8_t short_[128];
   std::vector<Heard> heard_;    // empty: not announcing
   uint64_t said_[2] = {0, 0};   // token, the number last announced
   bool unsent_ = false;         // a peer awaits said_ behind a send in flight (progress sends)

@@ -40,21 +40,41 @@ void* start_unpack_guarded(void*, void* buffer, size_t) { return buffer; }
 
 void* start_pack_guarded(void*, const void* buffer, size_t) { return const_cast<void*>(buffer); }
 
-size_t guarded_size(void* state) { return static_cast<Guarded*>(state)->bytes; }
+size_t guarded_size(void* state) {
+  const auto& r = *static_cast<Guarded*>(state);
+  return r.bytes + (r.sealed ? kSealBytes : 0);
+}
 
 ucs_status_t unpack_guarded(void* state, size_t offset, const void* src, size_t length) {
   auto& r = *static_cast<Guarded*>(state);
-  if (offset > r.bytes || length > r.bytes - offset) return UCS_ERR_MESSAGE_TRUNCATED;
-  if (!r.let_go && length != 0) std::memcpy(r.buf + offset, src, length);  // (buf: null if 0)
+  if (offset > guarded_size(state) || length > guarded_size(state) - offset) {
+    return UCS_ERR_MESSAGE_TRUNCATED;
+  }
+  if (r.let_go) return UCS_OK;
+  const size_t data = offset < r.bytes ? std::min(length, r.bytes - offset) : 0;
+  if (data != 0) std::memcpy(r.buf + offset, src, data);  // (buf: null if 0)
+  if (data < length) {  // the seal, or a part of it
+    std::memcpy(reinterpret_cast<uint8_t*>(&r.seal) + (offset + data - r.bytes),
+                static_cast<const uint8_t*>(src) + data, length - data);
+  }
   return UCS_OK;
 }
 
-// A send let go still delivers its length (the peer's receive expects it), in zeros.
+// A send let go still delivers its length (the peer's receive expects it), in zeros, and a
+// seal that is not intact. UCX packs a message's fragments in order: a seal packed intact
+// follows data that was all read from the buffer.
 size_t pack_guarded(void* state, size_t offset, void* dest, size_t max) {
   const auto& r = *static_cast<Guarded*>(state);
-  const size_t n = offset < r.bytes ? std::min(max, r.bytes - offset) : 0;
-  if (n != 0 && !r.let_go) std::memcpy(dest, r.buf + offset, n);
-  if (n != 0 && r.let_go) std::memset(dest, 0, n);
+  const size_t total = guarded_size(state);
+  const size_t n = offset < total ? std::min(max, total - offset) : 0;
+  const size_t data = offset < r.bytes ? std::min(n, r.bytes - offset) : 0;
+  if (data != 0 && !r.let_go) std::memcpy(dest, r.buf + offset, data);
+  if (data != 0 && r.let_go) std::memset(dest, 0, data);
+  if (data < n) {
+    const uint64_t seal = r.let_go ? 0 : kSealIntact;
+    std::memcpy(static_cast<uint8_t*>(dest) + data,
+                reinterpret_cast<const uint8_t*>(&seal) + (offset + data - r.bytes), n - data);
+  }
   return n;
 }
 
