@@ -32,8 +32,13 @@
 // segments), so that a survivor's sends to the victim wait in its shared-memory FIFO: nothing
 // may read the buffer when the victim drains them, and the victim must not take the zeros sent
 // instead for data (Guarded, its seal).
+// changed (with resumed): the survivors write other values into the failed call's buffer before
+// they wake the victim, as a program that goes on with it would. A one-copy send's offer (the
+// messages of 16 MiB take that path) lets the woken victim read the buffer: it must find the
+// transfer's seal broken, and not take the new values for data.
 // Usage: fault_test [--quick]  (runs the matrix; prints one table row per scenario)
-//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled] [resumed [late|freed]]
+//        fault_test ALGO FAULT MODE RANKS VICTIM [two_nodes] [polled]
+//                   [resumed [late|freed|changed]]
 //        (one scenario)
 #include <dirent.h>
 #include <dlfcn.h>
@@ -100,6 +105,7 @@ struct Scenario {
   bool resumed = false;    // see the top of the file
   bool late = false;       // (resumed) see the top of the file
   bool freed = false;      // (resumed) see the top of the file
+  bool changed = false;    // (resumed) see the top of the file
 };
 
 [[noreturn]] void fail(const char* what) {
@@ -184,20 +190,21 @@ int64_t cut_block(const std::vector<int32_t>& buf, int ranks) {
 
 // After the error of a resumed scenario: see the top of the file. The woken victim waits out
 // the survivors' 3 s and exits.
-int resumed_rank(Shared* sh, Outcome& out, bool victim, bool freed, collx_comm_t comm,
+int resumed_rank(const Scenario& sc, Shared* sh, Outcome& out, bool victim, collx_comm_t comm,
                  collx_comm_t scomm, collx_comm_t all, Group& sgroup,
-                 const std::vector<int32_t>& buf) {
+                 std::vector<int32_t>& buf) {
   if (victim) {
     std::this_thread::sleep_for(std::chrono::seconds(4));
     std::_Exit(0);
   }
+  if (sc.changed) std::fill(buf.begin(), buf.end(), -1);
   const std::vector<int32_t> at_error = buf;
   if (collx_comm_destroy(comm) != COLLX_ERR_COMM_FAILED) fail("destroy of the failed comm");
   // (freed) The buffer's whole pages, unreadable while the victim's messages come in.
   const auto first = (reinterpret_cast<uintptr_t>(buf.data()) + 4095) & ~uintptr_t{4095};
   const auto end = reinterpret_cast<uintptr_t>(buf.data() + buf.size()) & ~uintptr_t{4095};
   void* pages = reinterpret_cast<void*>(first);
-  if (freed && mprotect(pages, end - first, PROT_NONE) != 0) fail("mprotect");
+  if (sc.freed && mprotect(pages, end - first, PROT_NONE) != 0) fail("mprotect");
   if (board_barrier(sgroup) != 0) fail("survivors' barrier");
   if (sgroup.rank == 0) kill(sh->victim_pid.load(), SIGCONT);
   std::vector<int32_t> other(1000);
@@ -208,7 +215,7 @@ int resumed_rank(Shared* sh, Outcome& out, bool victim, bool freed, collx_comm_t
     }
     usleep(10000);
   }
-  if (freed && mprotect(pages, end - first, PROT_READ | PROT_WRITE) != 0) fail("mprotect");
+  if (sc.freed && mprotect(pages, end - first, PROT_READ | PROT_WRITE) != 0) fail("mprotect");
   if (buf != at_error) fail("the failed call's buffer changed after it returned");
   collx_comm_destroy(all);  // (not checked: the victim may have exited by now)
   if (collx_comm_destroy(scomm) != COLLX_SUCCESS) fail("destroy survivors' comm");
@@ -290,7 +297,7 @@ int run_rank(const Scenario& sc, Shared* sh, int rank) {
     if (sc.late) out.cut_at = cut_block(buf, sc.ranks);
     break;
   }
-  if (sc.resumed) return resumed_rank(sh, out, victim, sc.freed, comm, scomm, all, sgroup, buf);
+  if (sc.resumed) return resumed_rank(sc, sh, out, victim, comm, scomm, all, sgroup, buf);
   // A failed communicator fails fast from now on, and is destroyed without waiting.
   const double t0 = now();
   if (collx_allreduce(COLLX_IN_PLACE, buf.data(), 1, COLLX_INT32, COLLX_SUM, comm) !=
@@ -419,7 +426,7 @@ bool run_scenario(const Scenario& sc) {
   std::printf("| %-37s | %-7s | %-6s | %d | %d |",
               (sc.algo + (sc.two_nodes ? " (2 nodes)" : "") + (sc.polled ? " (polled)" : "") +
                (sc.resumed ? " (resumed)" : "") + (sc.late ? " (late)" : "") +
-               (sc.freed ? " (freed)" : ""))
+               (sc.freed ? " (freed)" : "") + (sc.changed ? " (changed)" : ""))
                   .c_str(),
               sc.sig == SIGKILL ? "SIGKILL" : "SIGSTOP", sc.mid ? "mid" : "before", sc.ranks,
               sc.victim);
@@ -466,16 +473,19 @@ int main(int argc, char** argv) {
       const bool resumed = std::strcmp(argv[i], "resumed") == 0;
       const bool late = std::strcmp(argv[i], "late") == 0;
       const bool freed = std::strcmp(argv[i], "freed") == 0;
+      const bool changed = std::strcmp(argv[i], "changed") == 0;
       matrix[0].two_nodes = matrix[0].two_nodes || two_nodes;
       matrix[0].polled = matrix[0].polled || polled;
       matrix[0].resumed = matrix[0].resumed || resumed;
       matrix[0].late = matrix[0].late || late;
       matrix[0].freed = matrix[0].freed || freed;
-      bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late && !freed);
+      matrix[0].changed = matrix[0].changed || changed;
+      bad_flag = bad_flag || (!two_nodes && !polled && !resumed && !late && !freed && !changed);
     }
     const Scenario& sc = matrix[0];
     if (bad_flag || (sc.late && !(sc.resumed && sc.mid && sc.two_nodes)) ||
-        (sc.freed && (!sc.resumed || sc.late)) || sc.ranks < 2 ||
+        (sc.freed && (!sc.resumed || sc.late)) ||
+        (sc.changed && (!sc.resumed || sc.late || sc.freed)) || sc.ranks < 2 ||
         sc.ranks > kMaxRanks || sc.victim < 0 || sc.victim >= sc.ranks) {
       std::fprintf(stderr, "bad scenario\n");
       return 2;
@@ -516,6 +526,10 @@ int main(int argc, char** argv) {
     // Recursive doubling's fold: the victim holds rank 0's data and exchanges with rank 2.
     // Woken, it finds their sends to it let go: zeros, which it must not take for data.
     matrix.push_back({"recursive_doubling", SIGSTOP, true, 3, 1, false, false, true, false, true});
+    // The one-copy path, the survivors writing into their buffer: the victim, folded out, has
+    // rank 1's offer of the result, and reads what rank 1 wrote when it wakes.
+    matrix.push_back(
+        {"recursive_doubling", SIGSTOP, true, 3, 0, false, false, true, false, false, true});
   }
   std::printf("COLLX_TIMEOUT=%g s; fault at collective #%d\n", kTimeout, kFaultAt);
   std::printf("| algorithm | fault | when | ranks | victim | survivors: status, time to error "

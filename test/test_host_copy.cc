@@ -72,18 +72,32 @@ TEST_CASE("copy_cached and copy_streaming copy exactly, at every distance modulo
   CHECK(runs == 2 * 7 * 2 * 138);
 }
 
-TEST_CASE("peer_read copies exactly through the kernel, at every distance modulo a page") {
+TEST_CASE("peer_read copies exactly through the kernel, at every distance modulo a page, and "
+          "reads a seal after the data") {
   // This process reads itself through process_vm_readv (its pid, not 0), so the kernel's copy
   // and, at distances 1-31, the bounce buffer (64 KiB at a time: the largest size spans three)
-  // are the ones the transports use between processes.
+  // are the ones the transports use between processes. With a seal, each read takes a new
+  // value of the word too.
   const int64_t self = getpid();
-  int runs = 0, failed = 0;
-  const Copy read = [&](uint8_t* dst, const uint8_t* src, size_t n) {
-    if (!peer_read(self, reinterpret_cast<uint64_t>(src), dst, n).ok()) ++failed;
-  };
-  CHECK(wrong_copies(read, {0, 1, 64, 4113, (64 << 10) * 2 + 4113}, &runs) == 0);
-  CHECK(runs == 5 * 2 * 138);
-  CHECK(failed == 0);
+  for (const bool sealed : {false, true}) {
+    CAPTURE(sealed);
+    int runs = 0, failed = 0, wrong_seals = 0;
+    uint64_t word = 0;
+    const Copy read = [&](uint8_t* dst, const uint8_t* src, size_t n) {
+      word = word * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t seal = ~word;
+      if (!peer_read(self, reinterpret_cast<uint64_t>(src), dst, n,
+                     reinterpret_cast<uint64_t>(&word), sealed ? &seal : nullptr)
+               .ok()) {
+        ++failed;
+      }
+      if (seal != (sealed ? word : ~word)) ++wrong_seals;
+    };
+    CHECK(wrong_copies(read, {0, 1, 64, 4113, (64 << 10) * 2 + 4113}, &runs) == 0);
+    CHECK(runs == 5 * 2 * 138);
+    CHECK(failed == 0);
+    CHECK(wrong_seals == 0);
+  }
 }
 
 TEST_CASE("peer_read of an unmapped address is an error value, at any distance") {
@@ -94,5 +108,10 @@ TEST_CASE("peer_read of an unmapped address is an error value, at any distance")
     const Status st = peer_read(getpid(), 0, page_up(buf.data()) + d, 8192);
     CHECK(st.code() == COLLX_ERR_TRANSPORT);
     CHECK(st.message().find("Bad address") != std::string::npos);
+    // Readable data, its seal at an unmapped address.
+    uint64_t seal = 0;
+    const Status sealed = peer_read(getpid(), reinterpret_cast<uint64_t>(buf.data()),
+                                    page_up(buf.data()) + d, 64, 8, &seal);
+    CHECK(sealed.code() == COLLX_ERR_TRANSPORT);
   }
 }

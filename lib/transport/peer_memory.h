@@ -16,6 +16,10 @@
 
 namespace collx {
 
-Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes);
+// Where `seal` is given, reads the 8 bytes at `word` of the same process into it after the
+// data: a word that the peer changes before it may change the data (Guarded's seal, for the
+// one-copy path) then tells whether all of the data was read before that.
+Status peer_read(int64_t pid, uint64_t remote, void* local, size_t bytes, uint64_t word = 0,
+                 uint64_t* seal = nullptr);
 
 }  // namespace collx

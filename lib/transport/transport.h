@@ -80,9 +80,10 @@ class Transport {
 
   // The communicator failed: the transport owes its peers nothing more (close without flush).
   virtual void mark_failed() {}
-  // Whether cancel() let go of a request that the network layer may still use (UCX: a
-  // matched receive, or a send still queued, towards a peer that stopped answering): memory
-  // such a request uses must then outlive the communicator, handed to keep() (Comm::~Comm).
+  // Whether cancel() let go of a request that the network layer or a peer may still use (UCX:
+  // a matched receive, a send still queued, a one-copy send whose offer the peer may hold,
+  // towards a peer that stopped answering): memory such a request uses must then outlive the
+  // communicator, handed to keep() (Comm::~Comm).
   virtual bool gave_up() const { return false; }
   // Keeps `memory` as long as a request let go may use it, then calls free_fn on it (UCX:
   // once the worker is destroyed, UcxWorker::park); never frees it early (where it cannot keep

@@ -18,6 +18,8 @@ constexpr int kRankBits = 19;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
 constexpr uint64_t kAckMagic = 0x4b43414158434c43ull;  // "CLCXAACK"
+// How long a peer's failure may take to be seen by every rank (dead_peer, broken_seal).
+constexpr int kFailureGraceMs = 250;
 
 // Hands the contents of `items` to the worker (UcxWorker::park).
 template <typename T>
@@ -135,10 +137,10 @@ Status UcxTransport::connect(double timeout_s) {
 
 // Every rank's data is part of every result: once any peer has failed, no collective on this
 // communicator can complete, whichever peer the caller happens to be waiting for.
-int UcxTransport::dead_peer(int prefer, std::string* why) const {
+int UcxTransport::known_failure(int prefer, std::string* why, int wait_ms) const {
   if (!pidfds_.empty()) {
     auto& fds = const_cast<std::vector<pollfd>&>(pidfds_);
-    if (poll(fds.data(), fds.size(), 0) > 0) {
+    if (poll(fds.data(), fds.size(), wait_ms) > 0) {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents != 0) polled_[i]->fail(UCS_ERR_CONNECTION_RESET);
       }
@@ -157,16 +159,24 @@ int UcxTransport::dead_peer(int prefer, std::string* why) const {
     failures_seen_ = failures;  // a failure elsewhere, outside this communicator
     return -1;
   }
+  const PeerWatch& w = *watches_[dead];
+  *why = w.pidfd >= 0
+             ? std::string("its process exited")
+             : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
+  return dead;
+}
+
+int UcxTransport::dead_peer(int prefer, std::string* why) const {
+  const int dead = known_failure(prefer, why);
+  if (dead < 0) return -1;
   // Waiting for a live peer while another is dead: what the caller waits for may already be
   // on its way (the dead rank may have finished this collective before it died), so that
   // wait gets a short grace before it is failed too, naming the dead rank.
   const auto now = std::chrono::steady_clock::now();
   if (first_dead_seen_ == std::chrono::steady_clock::time_point{}) first_dead_seen_ = now;
-  if (dead != prefer && now - first_dead_seen_ < std::chrono::milliseconds(250)) return -1;
-  const PeerWatch& w = *watches_[dead];
-  *why = w.pidfd >= 0
-             ? std::string("its process exited")
-             : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
+  if (dead != prefer && now - first_dead_seen_ < std::chrono::milliseconds(kFailureGraceMs)) {
+    return -1;
+  }
   return dead;
 }
 
@@ -244,6 +254,7 @@ Status UcxTransport::post_one_copy(Request& r, uint32_t seq) {
     op.rts[0] = kRtsMagic;
     op.rts[1] = reinterpret_cast<uint64_t>(r.buf);
     op.rts[2] = r.bytes;
+    op.rts[3] = reinterpret_cast<uint64_t>(&op.seal);
     op.ctrl = send_ctrl(r.peer, op.rts, sizeof op.rts, tag(from_me(r), seq, r.step));
     op.ack_req = recv_ctrl(&op.ack, sizeof op.ack, tag(from_peer(r), seq, r.step, true));
   }
@@ -281,9 +292,11 @@ Status UcxTransport::test_one_copy(Request& r) {
                                static_cast<unsigned long long>(op.rts[2]))
                             .c_str());
       }
-      // The one copy, outside the worker lock.
-      const Status st = peer_read(cma_pid_[r.peer], op.rts[1], r.buf, r.bytes);
+      // The one copy, outside the worker lock, and then the seal.
+      uint64_t seal = 0;
+      const Status st = peer_read(cma_pid_[r.peer], op.rts[1], r.buf, r.bytes, op.rts[3], &seal);
       if (!st.ok()) return describe(r, st.code(), (st.message() + " in").c_str());
+      if (seal != kSealIntact) return broken_seal(r);
       op.ack = kAckMagic;
       LockGuard g(worker_);
       op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(from_me(r), op.seq, r.step, true));
@@ -389,11 +402,25 @@ Status UcxTransport::test(Request& r) {
     return describe(r, COLLX_ERR_MISMATCH,
                     format("got %zu bytes instead of the expected in", got).c_str());
   }
-  if (m->sealed && m->seal != kSealIntact) {
-    return describe(r, COLLX_ERR_PEER_FAILED,
-                    "the sender gave up on this collective (its call failed) during its message:");
-  }
+  if (m->sealed && m->seal != kSealIntact) return broken_seal(r);
   return Status();
+}
+
+Status UcxTransport::broken_seal(const Request& r) const {
+  // What made the sender give up, if this rank can see it: a peer on this node whose death the
+  // sender saw (a one-copy read failing once the process is gone) may take a moment longer to
+  // make its pidfd readable.
+  std::string why;
+  const int dead = known_failure(r.peer, &why, kFailureGraceMs);
+  if (dead >= 0) {
+    return describe(r, COLLX_ERR_PEER_FAILED,
+                    format("rank %d failed (%s), and the sender gave up on this collective "
+                           "during its message:",
+                           dead, why.c_str())
+                        .c_str());
+  }
+  return describe(r, COLLX_ERR_PEER_FAILED,
+                  "the sender gave up on this collective (its call failed) during its message:");
 }
 
 void UcxTransport::progress() {
@@ -410,9 +437,10 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
   // shared with other communicators, and after a close too (Guarded). Its rest is dropped
   // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
-  // still queued to a peer on this node packs zeros (Guarded::let_go); one over the network
-  // may read its buffer later. Where UCX keeps a request, the memory it may use stays with the
-  // worker (gave_up()).
+  // still queued to a peer on this node packs zeros and a broken seal (Guarded::let_go); a
+  // one-copy send breaks its seal, which its peer may read, with the data, later; one over the
+  // network may read its buffer later. Where UCX keeps a request, or a peer may read, the
+  // memory it may use stays with the worker (gave_up()).
   LockGuard g(worker_);
   auto let_go = [&](void*& req, bool receive) {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
@@ -428,6 +456,10 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
       auto& op = *static_cast<CmaOp*>(r.impl);
       let_go(op.ctrl, r.is_recv);
       let_go(op.ack_req, !r.is_recv);
+      if (!r.is_recv) {  // the peer may have the offer, and read the data and the seal later
+        __atomic_store_n(&op.seal, 0, __ATOMIC_SEQ_CST);  // before the caller has the data back
+        gave_up_ = true;
+      }
     } else if (guarded(r)) {
       auto& m = *static_cast<Guarded*>(r.impl);
       let_go(m.req, r.is_recv);

@@ -63,12 +63,12 @@ struct PeerWatch {
 // are not data, and the peer that sent them has failed the collective (a frozen rank that wakes
 // would otherwise take them for its peers' data).
 struct Guarded {
-  void* req = nullptr;  // the UCX request; null once complete
+  void* req = nullptr;     // the UCX request; null once complete
   uint8_t* buf = nullptr;  // (a send's is only read)
   size_t bytes = 0;        // of data, without the seal
-  bool let_go = false;  // cancel() let it go: touch the buffer no more; never reused
-  bool sealed = false;  // between peers on this node: the data, then the seal
-  uint64_t seal = 0;    // a receive's, as it arrived
+  bool let_go = false;     // cancel() let it go: touch the buffer no more; never reused
+  bool sealed = false;     // between peers on this node: the data, then the seal
+  uint64_t seal = 0;       // a receive's, as it arrived
 };
 constexpr size_t kSealBytes = 8;
 constexpr uint64_t kSealIntact = 0x4c41455358434c43ull;  // "CLCXSEAL"
@@ -245,9 +245,12 @@ class UcxTransport final : public Transport {
 
  private:
   // State of one one-copy transfer. The sender sends `rts` and receives `ack`; the receiver
-  // receives `rts`, reads, and sends `ack`.
+  // receives `rts`, reads the data and then the sender's `seal` (as a Guarded message's: the
+  // sender breaks it when it lets the transfer go, before its caller may change the data), and
+  // sends `ack`.
   struct CmaOp {
-    uint64_t rts[3];  // magic, address, length
+    uint64_t rts[4];  // magic, address, length, the seal's address
+    uint64_t seal = kSealIntact;
     uint64_t ack = 0;
     uint32_t seq = 0;
     void* ctrl = nullptr;  // sender: the rts send; receiver: the rts receive
@@ -273,6 +276,12 @@ class UcxTransport final : public Transport {
   bool guarded(const Request& r) const { return r.is_recv || local_[r.peer] != 0; }
   // The next Guarded slot of the running operation, set up for r.
   Guarded* take_guarded(const Request& r);
+  // r's error where the seal of the message it received was not intact: naming the rank that
+  // made the sender give up, where this rank knows of its failure too.
+  Status broken_seal(const Request& r) const;
+  // A peer known to have failed (`prefer` first, if it has), or -1; *why says how. Waits up to
+  // wait_ms for a peer on this node to exit.
+  int known_failure(int prefer, std::string* why, int wait_ms = 0) const;
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
 
@@ -319,7 +328,7 @@ class UcxTransport final : public Transport {
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
   bool force_close_ = false;
-  bool gave_up_ = false;  // cancel() let go of an unfinished UCX request (gave_up())
+  bool gave_up_ = false;  // cancel() let go of an unfinished request (gave_up())
 };
 
 }  // namespace collx
