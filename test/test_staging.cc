@@ -323,7 +323,7 @@ class LetGoTransport final : public Transport {
   Status post(Request&, uint32_t) override { return error(COLLX_ERR_INTERNAL, "no peers"); }
   Status test(Request&) override { return error(COLLX_ERR_INTERNAL, "no peers"); }
   void progress() override {}
-  void cancel(std::vector<Request>&) override {}
+  void cancel(std::vector<Request>&, collx_status_t) override {}
 
  private:
   bool gave_up_;

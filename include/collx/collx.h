@@ -53,12 +53,13 @@ typedef enum {
   COLLX_ERR_NO_MEMORY = -3,      /* an allocation failed: the call freed what it made; in a
                                     collective, the communicator fails (COMM_FAILED after) */
   COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
-  COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
+  COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke, or a peer on this node had
+                                    failed the call (this rank was frozen past its deadline) */
   COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step.
-                                    Keep the call's buffers allocated until collx_finalize:
-                                    should that peer wake up, a send to it over the network
-                                    may still read them (nothing writes into them after the
-                                    call) */
+                                    Keep the call's buffers allocated and unchanged until
+                                    collx_finalize: should that peer wake up, a send to it over
+                                    the network may still read them (nothing writes into them
+                                    after the call) */
   COLLX_ERR_MISMATCH = -7,       /* ranks disagree on the call (size of a message, ...) */
   COLLX_ERR_NOT_INITIALIZED = -8,/* called before collx_init or after collx_finalize */
   COLLX_ERR_CONFIG = -9,         /* a COLLX_* variable or tune string is malformed */

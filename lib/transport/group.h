@@ -37,7 +37,9 @@ class GroupTransport final : public Transport {
   }
   Status test(Request& r) override { return parent_.test(r); }
   void progress() override { parent_.progress(); }
-  void cancel(std::vector<Request>& reqs) override { parent_.cancel(reqs); }
+  void cancel(std::vector<Request>& reqs, collx_status_t why) override {
+    parent_.cancel(reqs, why);
+  }
   Status peer_failure(const Request& r) const override { return parent_.peer_failure(r); }
   int dead_peer(int prefer, std::string* why) const override {
     const bool member = prefer >= 0 && prefer < size();

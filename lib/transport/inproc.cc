@@ -119,7 +119,7 @@ Status InprocTransport::test(Request& r) {
   return Status();
 }
 
-void InprocTransport::cancel(std::vector<Request>& reqs) {
+void InprocTransport::cancel(std::vector<Request>& reqs, collx_status_t) {
   InprocFabric::Mailbox& box = *fabric_.boxes_[rank()];
   for (Request& req : reqs) {
     if (req.done || req.impl == nullptr) continue;

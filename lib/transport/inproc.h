@@ -40,7 +40,7 @@ class InprocTransport final : public Transport {
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
   void progress() override {}
-  void cancel(std::vector<Request>& reqs) override;
+  void cancel(std::vector<Request>& reqs, collx_status_t why) override;
   bool start_announcing(uint64_t) override { return true; }
   void announce(uint64_t number) override;
   uint64_t announced(bool progress, uint64_t* most) override;

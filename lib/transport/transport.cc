@@ -40,7 +40,7 @@ void Transport::begin_nested(const Transport& outer) {
 }
 
 Status Transport::end_op(Status st) {
-  if (!st.ok()) cancel(requests_);
+  if (!st.ok()) cancel(requests_, st.code());
   requests_.clear();
   return st;
 }

@@ -142,9 +142,10 @@ class Transport {
   virtual Status test(Request& r) = 0;
   virtual void progress() = 0;
   // Best-effort cancel of the pending requests among `reqs` (not done, impl set), bounded in
-  // time; leaves each impl null and done. Allocates nothing: it runs after an exception that
-  // may have been for want of memory.
-  virtual void cancel(std::vector<Request>& reqs) = 0;
+  // time; leaves each impl null and done. `why`: the operation's error (UCX tells the peers of
+  // messages let go, in their seals). Allocates nothing: it runs after an exception that may
+  // have been for want of memory.
+  virtual void cancel(std::vector<Request>& reqs, collx_status_t why) = 0;
   // An error naming the request if its peer is known to have failed (checked while waiting).
   virtual Status peer_failure(const Request&) const { return Status(); }
   // A peer known to have failed (`prefer` if it has), with the cause; -1 if none.

@@ -18,8 +18,6 @@ constexpr int kRankBits = 19;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr uint64_t kRtsMagic = 0x5354524158434c43ull;  // "CLCXARTS"
 constexpr uint64_t kAckMagic = 0x4b43414158434c43ull;  // "CLCXAACK"
-// How long a peer's failure may take to be seen by every rank (dead_peer, broken_seal).
-constexpr int kFailureGraceMs = 250;
 
 // Hands the contents of `items` to the worker (UcxWorker::park).
 template <typename T>
@@ -137,10 +135,10 @@ Status UcxTransport::connect(double timeout_s) {
 
 // Every rank's data is part of every result: once any peer has failed, no collective on this
 // communicator can complete, whichever peer the caller happens to be waiting for.
-int UcxTransport::known_failure(int prefer, std::string* why, int wait_ms) const {
+int UcxTransport::known_failure(int prefer, std::string* why) const {
   if (!pidfds_.empty()) {
     auto& fds = const_cast<std::vector<pollfd>&>(pidfds_);
-    if (poll(fds.data(), fds.size(), wait_ms) > 0) {
+    if (poll(fds.data(), fds.size(), 0) > 0) {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents != 0) polled_[i]->fail(UCS_ERR_CONNECTION_RESET);
       }
@@ -174,9 +172,7 @@ int UcxTransport::dead_peer(int prefer, std::string* why) const {
   // wait gets a short grace before it is failed too, naming the dead rank.
   const auto now = std::chrono::steady_clock::now();
   if (first_dead_seen_ == std::chrono::steady_clock::time_point{}) first_dead_seen_ = now;
-  if (dead != prefer && now - first_dead_seen_ < std::chrono::milliseconds(kFailureGraceMs)) {
-    return -1;
-  }
+  if (dead != prefer && now - first_dead_seen_ < std::chrono::milliseconds(250)) return -1;
   return dead;
 }
 
@@ -295,8 +291,9 @@ Status UcxTransport::test_one_copy(Request& r) {
       // The one copy, outside the worker lock, and then the seal.
       uint64_t seal = 0;
       const Status st = peer_read(cma_pid_[r.peer], op.rts[1], r.buf, r.bytes, op.rts[3], &seal);
+      if (st.code() == COLLX_ERR_PEER_FAILED) watches_[r.peer]->fail(UCS_ERR_CONNECTION_RESET);
       if (!st.ok()) return describe(r, st.code(), (st.message() + " in").c_str());
-      if (seal != kSealIntact) return broken_seal(r);
+      if (seal != kSealIntact) return seal_error(r, seal);
       op.ack = kAckMagic;
       LockGuard g(worker_);
       op.ack_req = send_ctrl(r.peer, &op.ack, sizeof op.ack, tag(from_me(r), op.seq, r.step, true));
@@ -402,25 +399,29 @@ Status UcxTransport::test(Request& r) {
     return describe(r, COLLX_ERR_MISMATCH,
                     format("got %zu bytes instead of the expected in", got).c_str());
   }
-  if (m->sealed && m->seal != kSealIntact) return broken_seal(r);
+  if (m->sealed && m->seal != kSealIntact) return seal_error(r, m->seal);
   return Status();
 }
 
-Status UcxTransport::broken_seal(const Request& r) const {
-  // What made the sender give up, if this rank can see it: a peer on this node whose death the
-  // sender saw (a one-copy read failing once the process is gone) may take a moment longer to
-  // make its pidfd readable.
-  std::string why;
-  const int dead = known_failure(r.peer, &why, kFailureGraceMs);
-  if (dead >= 0) {
-    return describe(r, COLLX_ERR_PEER_FAILED,
-                    format("rank %d failed (%s), and the sender gave up on this collective "
-                           "during its message:",
-                           dead, why.c_str())
-                        .c_str());
+Status UcxTransport::seal_error(const Request& r, uint64_t seal) const {
+  // The sender's code and failed rank where the seal carries them (a seal torn between two
+  // fragments does not).
+  const bool carried = seal >> 32 == kSealBroken >> 32;
+  const auto sent = static_cast<collx_status_t>(-static_cast<int>(seal & 0xff));
+  const collx_status_t code =
+      carried && sent < 0 && sent >= COLLX_ERR_INTERNAL ? sent : COLLX_ERR_PEER_FAILED;
+  int failed = carried ? static_cast<int>((seal >> 8) & 0xffffff) - 1 : -1;
+  std::string why = "as the sender saw";
+  if (failed < 0 || failed >= size()) failed = known_failure(r.peer, &why);  // else: as seen here
+  const std::string gave_up =
+      format("the sender gave up on this collective (its call failed: %s) during its message:",
+             status_name(code));
+  if (failed >= 0) {
+    return describe(r, code, format("rank %d failed (%s), and %s", failed, why.c_str(),
+                                    gave_up.c_str())
+                                 .c_str());
   }
-  return describe(r, COLLX_ERR_PEER_FAILED,
-                  "the sender gave up on this collective (its call failed) during its message:");
+  return describe(r, code, gave_up.c_str());
 }
 
 void UcxTransport::progress() {
@@ -431,16 +432,19 @@ void UcxTransport::progress() {
   if (unsent_) send_announcements();
 }
 
-void UcxTransport::cancel(std::vector<Request>& reqs) {
+void UcxTransport::cancel(std::vector<Request>& reqs, collx_status_t why) {
   // Every pending request's UCX requests are let go at once, nothing allocated. A receive that
   // has not matched a message is cancelled. One that has, whose message is still arriving (its
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
   // shared with other communicators, and after a close too (Guarded). Its rest is dropped
   // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
-  // still queued to a peer on this node packs zeros and a broken seal (Guarded::let_go); a
-  // one-copy send breaks its seal, which its peer may read, with the data, later; one over the
+  // still queued to a peer on this node packs zeros and a seal broken with `why`
+  // (Guarded::let_go); a one-copy send breaks its seal, which its peer may read, with the data,
+  // later; one over the
   // network may read its buffer later. Where UCX keeps a request, or a peer may read, the
   // memory it may use stays with the worker (gave_up()).
+  std::string unused;
+  const uint64_t broken = broken_seal(why, known_failure(rank(), &unused));
   LockGuard g(worker_);
   auto let_go = [&](void*& req, bool receive) {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
@@ -457,12 +461,14 @@ void UcxTransport::cancel(std::vector<Request>& reqs) {
       let_go(op.ctrl, r.is_recv);
       let_go(op.ack_req, !r.is_recv);
       if (!r.is_recv) {  // the peer may have the offer, and read the data and the seal later
-        __atomic_store_n(&op.seal, 0, __ATOMIC_SEQ_CST);  // before the caller has the data back
+        // Before the caller has the data back.
+        __atomic_store_n(&op.seal, broken, __ATOMIC_SEQ_CST);
         gave_up_ = true;
       }
     } else if (guarded(r)) {
       auto& m = *static_cast<Guarded*>(r.impl);
       let_go(m.req, r.is_recv);
+      if (!r.is_recv) m.seal = broken;
       m.let_go = true;
     } else {
       let_go(r.impl, false);

@@ -58,20 +58,27 @@ struct PeerWatch {
 // datatype is not.
 //
 // Every plain message between peers on this node ends with a seal of kSealBytes (sent at once
-// or through a Guarded): kSealIntact where its sender packed all of its data, anything else
-// where the sender let it go before the end. A receive whose seal is not intact fails: the zeros
-// are not data, and the peer that sent them has failed the collective (a frozen rank that wakes
-// would otherwise take them for its peers' data).
+// or through a Guarded): kSealIntact where its sender packed all of its data, broken_seal()
+// where the sender let it go before the end: its operation's error code and the rank it knew
+// to have failed, if any. A receive whose seal is not intact fails with that code, naming that
+// rank: the zeros are not data, and the peer that sent them has failed the collective (a
+// frozen rank that wakes would otherwise take them for its peers' data).
 struct Guarded {
   void* req = nullptr;     // the UCX request; null once complete
   uint8_t* buf = nullptr;  // (a send's is only read)
   size_t bytes = 0;        // of data, without the seal
   bool let_go = false;     // cancel() let it go: touch the buffer no more; never reused
   bool sealed = false;     // between peers on this node: the data, then the seal
-  uint64_t seal = 0;       // a receive's, as it arrived
+  uint64_t seal = 0;       // a receive's, as it arrived; a send's once let go
 };
 constexpr size_t kSealBytes = 8;
 constexpr uint64_t kSealIntact = 0x4c41455358434c43ull;  // "CLCXSEAL"
+constexpr uint64_t kSealBroken = 0x2150554700000000ull;  // "GUP!" in the high half
+// Byte 0: -code; bytes 1 - 3: the failed rank + 1 (0: none known).
+constexpr uint64_t broken_seal(collx_status_t code, int failed) {
+  return kSealBroken | (static_cast<uint64_t>(failed + 1) & 0xffffff) << 8 |
+         static_cast<uint8_t>(-code);
+}
 
 // The worker is shared by every communicator; calls into it are serialised by a spinlock so
 // that communicators may be driven from different threads (UCS_THREAD_MODE_SERIALIZED).
@@ -235,7 +242,7 @@ class UcxTransport final : public Transport {
   Status post(Request& r, uint32_t seq) override;
   Status test(Request& r) override;
   void progress() override;
-  void cancel(std::vector<Request>& reqs) override;
+  void cancel(std::vector<Request>& reqs, collx_status_t why) override;
   Status peer_failure(const Request& r) const override;
   int dead_peer(int prefer, std::string* why) const override;
   void reset_op() override {
@@ -276,12 +283,11 @@ class UcxTransport final : public Transport {
   bool guarded(const Request& r) const { return r.is_recv || local_[r.peer] != 0; }
   // The next Guarded slot of the running operation, set up for r.
   Guarded* take_guarded(const Request& r);
-  // r's error where the seal of the message it received was not intact: naming the rank that
-  // made the sender give up, where this rank knows of its failure too.
-  Status broken_seal(const Request& r) const;
-  // A peer known to have failed (`prefer` first, if it has), or -1; *why says how. Waits up to
-  // wait_ms for a peer on this node to exit.
-  int known_failure(int prefer, std::string* why, int wait_ms = 0) const;
+  // r's error where the seal of the message it received was not intact: the sender's code,
+  // naming the rank that made the sender give up, where the sender or this rank knows it.
+  Status seal_error(const Request& r, uint64_t seal) const;
+  // A peer known to have failed (`prefer` first, if it has), or -1; *why says how.
+  int known_failure(int prefer, std::string* why) const;
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
 

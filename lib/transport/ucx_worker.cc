@@ -71,7 +71,7 @@ size_t pack_guarded(void* state, size_t offset, void* dest, size_t max) {
   if (data != 0 && !r.let_go) std::memcpy(dest, r.buf + offset, data);
   if (data != 0 && r.let_go) std::memset(dest, 0, data);
   if (data < n) {
-    const uint64_t seal = r.let_go ? 0 : kSealIntact;
+    const uint64_t seal = r.let_go ? r.seal : kSealIntact;
     std::memcpy(static_cast<uint8_t*>(dest) + data,
                 reinterpret_cast<const uint8_t*>(&seal) + (offset + data - r.bytes), n - data);
   }
