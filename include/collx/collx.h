@@ -45,6 +45,9 @@ extern "C" {
 #define COLLX_VERSION_MINOR 1
 #define COLLX_VERSION_PATCH 0
 
+/* A collective's error is this rank's own, or that of a peer on its node which gave up on the
+ * call while sending to it: then the message says "the sender gave up on this collective" and
+ * the code is the sender's. */
 typedef enum {
   COLLX_SUCCESS = 0,
   COLLX_IN_PROGRESS = 1,         /* collx_test: not complete yet */
@@ -53,8 +56,7 @@ typedef enum {
   COLLX_ERR_NO_MEMORY = -3,      /* an allocation failed: the call freed what it made; in a
                                     collective, the communicator fails (COMM_FAILED after) */
   COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
-  COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke, or a peer on this node had
-                                    failed the call (this rank was frozen past its deadline) */
+  COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
   COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step.
                                     Keep the call's buffers allocated and unchanged until
                                     collx_finalize: should that peer wake up, a send to it over

@@ -158,6 +158,7 @@ int UcxTransport::known_failure(int prefer, std::string* why) const {
     return -1;
   }
   const PeerWatch& w = *watches_[dead];
+  if (why == nullptr) return dead;
   *why = w.pidfd >= 0
              ? std::string("its process exited")
              : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
@@ -438,13 +439,12 @@ void UcxTransport::cancel(std::vector<Request>& reqs, collx_status_t why) {
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
   // shared with other communicators, and after a close too (Guarded). Its rest is dropped
   // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
-  // still queued to a peer on this node packs zeros and a seal broken with `why`
-  // (Guarded::let_go); a one-copy send breaks its seal, which its peer may read, with the data,
-  // later; one over the
-  // network may read its buffer later. Where UCX keeps a request, or a peer may read, the
-  // memory it may use stays with the worker (gave_up()).
-  std::string unused;
-  const uint64_t broken = broken_seal(why, known_failure(rank(), &unused));
+  // still queued to a peer on this node packs zeros and a seal broken with `why` and the rank
+  // known to have failed (Guarded::let_go); a one-copy send breaks its seal, which its peer
+  // may read, with the data, later; one over the network may read its buffer later. Where UCX
+  // keeps a request, or a peer may read, the memory it may use stays with the worker
+  // (gave_up()).
+  const uint64_t broken = broken_seal(why, known_failure(rank(), nullptr));
   LockGuard g(worker_);
   auto let_go = [&](void*& req, bool receive) {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) {

@@ -286,7 +286,8 @@ class UcxTransport final : public Transport {
   // r's error where the seal of the message it received was not intact: the sender's code,
   // naming the rank that made the sender give up, where the sender or this rank knows it.
   Status seal_error(const Request& r, uint64_t seal) const;
-  // A peer known to have failed (`prefer` first, if it has), or -1; *why says how.
+  // A peer known to have failed (`prefer` first, if it has), or -1; *why (unless null: then
+  // nothing is allocated) says how.
   int known_failure(int prefer, std::string* why) const;
   Status post_one_copy(Request& r, uint32_t seq);
   Status test_one_copy(Request& r);
