@@ -45,9 +45,9 @@ extern "C" {
 #define COLLX_VERSION_MINOR 1
 #define COLLX_VERSION_PATCH 0
 
-/* A collective's error is this rank's own, or that of a peer on its node which gave up on the
- * call while sending to it: then the message says "the sender gave up on this collective" and
- * the code is the sender's. */
+/* A collective's error is this rank's own, or that of a peer which gave up on the call while
+ * sending to it: then the message says "the sender gave up on this collective" and the code is
+ * the sender's. */
 typedef enum {
   COLLX_SUCCESS = 0,
   COLLX_IN_PROGRESS = 1,         /* collx_test: not complete yet */
@@ -58,10 +58,10 @@ typedef enum {
   COLLX_ERR_TRANSPORT = -4,      /* UCX reported an error */
   COLLX_ERR_PEER_FAILED = -5,    /* a peer's connection broke */
   COLLX_ERR_TIMEOUT = -6,        /* a wait passed its deadline; the message names peer and step.
-                                    Keep the call's buffers allocated and unchanged until
-                                    collx_finalize: should that peer wake up, a send to it over
-                                    the network may still read them (nothing writes into them
-                                    after the call) */
+                                    Keep the call's buffers allocated until collx_finalize:
+                                    should that peer wake up, a send to it over the network may
+                                    still read them (nothing writes into them after the call;
+                                    the peer does not take what they then hold for data) */
   COLLX_ERR_MISMATCH = -7,       /* ranks disagree on the call (size of a message, ...) */
   COLLX_ERR_NOT_INITIALIZED = -8,/* called before collx_init or after collx_finalize */
   COLLX_ERR_CONFIG = -9,         /* a COLLX_* variable or tune string is malformed */

@@ -157,8 +157,8 @@ int UcxTransport::known_failure(int prefer, std::string* why) const {
     failures_seen_ = failures;  // a failure elsewhere, outside this communicator
     return -1;
   }
-  const PeerWatch& w = *watches_[dead];
   if (why == nullptr) return dead;
+  const PeerWatch& w = *watches_[dead];
   *why = w.pidfd >= 0
              ? std::string("its process exited")
              : format("UCX: %s", ucs_status_string(static_cast<ucs_status_t>(w.status.load())));
@@ -318,45 +318,48 @@ Guarded* UcxTransport::take_guarded(const Request& r) {
   while (guarded_used_ < guarded_.size() && guarded_[guarded_used_].let_go) ++guarded_used_;
   if (guarded_used_ == guarded_.size()) guarded_.emplace_back();
   Guarded* g = &guarded_[guarded_used_++];
-  *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false, local_[r.peer] != 0, 0};
+  const uint64_t seal = r.is_recv ? 0 : kSealIntact;
+  *g = Guarded{nullptr, static_cast<uint8_t*>(r.buf), r.bytes, false, seal, {}};
   return g;
 }
 
 Status UcxTransport::post(Request& r, uint32_t seq) {
   if (r.bytes >= cma_min_ && cma_pid_[r.peer] != 0) return post_one_copy(r, seq);
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_DATATYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucp_request_param_t gp = p;  // through a Guarded
-  gp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-  gp.datatype = worker_.guarded_datatype();
+  p.datatype = worker_.guarded_datatype();
+  const ucp_tag_t t = r.is_recv ? tag(from_peer(r), seq, r.step) : tag(from_me(r), seq, r.step);
   LockGuard lock(worker_);
   Guarded* g = nullptr;
-  void* req;
+  void* req = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
   if (r.is_recv) {
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
-    gp.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     g = take_guarded(r);
-    req = ucp_tag_recv_nbx(worker_.worker(), g, 1, tag(from_peer(r), seq, r.step), kFullMask,
-                           &gp);
-  } else if (!guarded(r)) {
-    req = ucp_tag_send_nbx(eps_[r.peer], r.buf, r.bytes, tag(from_me(r), seq, r.step), &p);
+    req = ucp_tag_recv_nbx(worker_.worker(), g, 1, t, kFullMask, &p);
+  } else if (local_[r.peer] == 0) {
+    // Over the network: the buffer, then the seal (an empty buffer is left out).
+    g = take_guarded(r);
+    g->iov[0] = ucp_dt_iov_t{r.buf, r.bytes};
+    g->iov[1] = ucp_dt_iov_t{&g->seal, kSealBytes};
+    p.datatype = ucp_dt_make_iov();
+    const size_t first = r.bytes == 0 ? 1 : 0;
+    req = ucp_tag_send_nbx(eps_[r.peer], g->iov + first, 2 - first, t, &p);
   } else {
     // To a peer on this node: a short message with its seal, copied, where UCX sends it at once
     // (room in the peer's FIFO: nothing reads it later), else through a Guarded.
-    const ucp_tag_t t = tag(from_me(r), seq, r.step);
-    req = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     if (r.bytes <= sizeof short_ - kSealBytes) {
       if (r.bytes != 0) std::memcpy(short_, r.buf, r.bytes);
       std::memcpy(short_ + r.bytes, &kSealIntact, kSealBytes);
       ucp_request_param_t now = p;
-      now.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+      now.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
       req = ucp_tag_send_nbx(eps_[r.peer], short_, r.bytes + kSealBytes, t, &now);
     }
     if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) == UCS_ERR_NO_RESOURCE) {
       g = take_guarded(r);
-      req = ucp_tag_send_nbx(eps_[r.peer], g, 1, t, &gp);
+      req = ucp_tag_send_nbx(eps_[r.peer], g, 1, t, &p);
     }
   }
   if (req == nullptr) {  // a send complete at once
@@ -367,8 +370,8 @@ Status UcxTransport::post(Request& r, uint32_t seq) {
     r.done = true;
     return request_error(r, UCS_PTR_STATUS(req), "posting");
   }
-  if (g != nullptr) g->req = req;
-  r.impl = g != nullptr ? static_cast<void*>(g) : req;
+  g->req = req;  // (only a Guarded's request is left pending)
+  r.impl = g;
   return Status();
 }
 
@@ -377,8 +380,8 @@ Status UcxTransport::test(Request& r) {
   LockGuard g(worker_);
   ucs_status_t s;
   ucp_tag_recv_info_t info{};
-  Guarded* m = guarded(r) ? static_cast<Guarded*>(r.impl) : nullptr;
-  void*& req = m != nullptr ? m->req : r.impl;
+  Guarded* m = static_cast<Guarded*>(r.impl);
+  void*& req = m->req;
   if (r.is_recv) {
     s = ucp_tag_recv_request_test(req, &info);
   } else {
@@ -394,13 +397,12 @@ Status UcxTransport::test(Request& r) {
   }
   if (s != UCS_OK) return request_error(r, s, "in");
   if (!r.is_recv) return Status();
-  const size_t seal = m->sealed ? kSealBytes : 0;
-  if (info.length != r.bytes + seal) {
-    const size_t got = info.length - std::min(info.length, seal);
+  if (info.length != r.bytes + kSealBytes) {
+    const size_t got = info.length - std::min(info.length, kSealBytes);
     return describe(r, COLLX_ERR_MISMATCH,
                     format("got %zu bytes instead of the expected in", got).c_str());
   }
-  if (m->sealed && m->seal != kSealIntact) return seal_error(r, m->seal);
+  if (m->seal != kSealIntact) return seal_error(r, m->seal);
   return Status();
 }
 
@@ -465,13 +467,11 @@ void UcxTransport::cancel(std::vector<Request>& reqs, collx_status_t why) {
         __atomic_store_n(&op.seal, broken, __ATOMIC_SEQ_CST);
         gave_up_ = true;
       }
-    } else if (guarded(r)) {
+    } else {
       auto& m = *static_cast<Guarded*>(r.impl);
       let_go(m.req, r.is_recv);
       if (!r.is_recv) m.seal = broken;
       m.let_go = true;
-    } else {
-      let_go(r.impl, false);
     }
     r.impl = nullptr;
     r.done = true;

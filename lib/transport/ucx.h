@@ -45,31 +45,35 @@ struct PeerWatch {
   int ep_users = 0;       // communicators using `ep`
 };
 
-// A plain message (not one-copy) whose buffer UCX fills or reads through the callbacks of a
-// generic datatype (UcxWorker::guarded_datatype), not by itself: every receive, and the sends
-// to peers on this node that UCX does not send at once. A request that cancel() lets go
-// unfinished stays in UCX's hands as long as the endpoint is open: a receive whose sender
-// stopped in the middle of its message (even closing the endpoint does not stop UCX 1.13's TCP
-// transport from delivering the rest later), a send queued for a peer that stopped draining
-// its shared-memory FIFO. Once let go, the rest of a message is dropped instead of written
-// into a buffer that the caller owns again, and a send packs zeros instead of reading one that
-// the caller may have freed (docs/RELIABILITY.md). Sends over the network stay contiguous:
-// where TCP is the network they must be zero-copy (UcxWorker::create), which a generic
-// datatype is not.
+// A plain message (not one-copy): every receive, and every send that UCX does not send at once.
+// A receive's buffer, and a send's to a peer on this node, UCX fills or reads through the
+// callbacks of a generic datatype (UcxWorker::guarded_datatype), not by itself. A send over
+// the network is an IOV of its buffer and its seal, which UCX reads by itself: where TCP is the
+// network every eager send must be zero-copy (UcxWorker::create), which a generic datatype is
+// not. A request that cancel() lets go unfinished stays in UCX's hands as long as the endpoint
+// is open: a receive whose sender stopped in the middle of its message (even closing the
+// endpoint does not stop UCX 1.13's TCP transport from delivering the rest later), a send
+// queued for a peer that stopped draining its shared-memory FIFO or its socket. Once let go,
+// the rest of a message is dropped instead of written into a buffer that the caller owns
+// again, and a send to a peer on this node packs zeros instead of reading one that the caller
+// may have freed; one over the network may still read its buffer (docs/RELIABILITY.md).
 //
-// Every plain message between peers on this node ends with a seal of kSealBytes (sent at once
-// or through a Guarded): kSealIntact where its sender packed all of its data, broken_seal()
-// where the sender let it go before the end: its operation's error code and the rank it knew
-// to have failed, if any. A receive whose seal is not intact fails with that code, naming that
-// rank: the zeros are not data, and the peer that sent them has failed the collective (a
-// frozen rank that wakes would otherwise take them for its peers' data).
+// Every plain message ends with a seal of kSealBytes (a short one within the node copied with
+// it and sent at once, any other through a Guarded): kSealIntact where its sender's UCX read
+// all of its data before the caller had the buffer back, broken_seal() where the sender let it
+// go before the end: its operation's error code and the rank it knew to have failed, if any.
+// UCX reads a message in order, so a seal read intact follows data read while the call still
+// owned it. A receive whose seal is not intact fails with that code, naming that rank: what
+// came before it (zeros within a node, whatever the buffer then held over the network) is not
+// data, and the peer that sent it has failed the collective (a frozen rank that wakes would
+// otherwise take it for its peers' data).
 struct Guarded {
   void* req = nullptr;     // the UCX request; null once complete
   uint8_t* buf = nullptr;  // (a send's is only read)
   size_t bytes = 0;        // of data, without the seal
   bool let_go = false;     // cancel() let it go: touch the buffer no more; never reused
-  bool sealed = false;     // between peers on this node: the data, then the seal
-  uint64_t seal = 0;       // a receive's, as it arrived; a send's once let go
+  uint64_t seal = 0;       // a receive's, as it arrived; a send's, broken once let go
+  ucp_dt_iov_t iov[2]{};   // a send over the network: the buffer, then the seal
 };
 constexpr size_t kSealBytes = 8;
 constexpr uint64_t kSealIntact = 0x4c41455358434c43ull;  // "CLCXSEAL"
@@ -279,8 +283,6 @@ class UcxTransport final : public Transport {
   void* recv_ctrl(void* buf, size_t bytes, ucp_tag_t t);
   // Checks a UCX request without taking the lock: UCS_INPROGRESS, or its final status (freed).
   ucs_status_t check(void*& req, size_t* received = nullptr);
-  // Whether r goes through a Guarded: a receive, or a send to a peer on this node.
-  bool guarded(const Request& r) const { return r.is_recv || local_[r.peer] != 0; }
   // The next Guarded slot of the running operation, set up for r.
   Guarded* take_guarded(const Request& r);
   // r's error where the seal of the message it received was not intact: the sender's code,

@@ -42,7 +42,7 @@ void* start_pack_guarded(void*, const void* buffer, size_t) { return const_cast<
 
 size_t guarded_size(void* state) {
   const auto& r = *static_cast<Guarded*>(state);
-  return r.bytes + (r.sealed ? kSealBytes : 0);
+  return r.bytes + kSealBytes;
 }
 
 ucs_status_t unpack_guarded(void* state, size_t offset, const void* src, size_t length) {
@@ -60,9 +60,9 @@ ucs_status_t unpack_guarded(void* state, size_t offset, const void* src, size_t 
   return UCS_OK;
 }
 
-// A send let go still delivers its length (the peer's receive expects it), in zeros, and a
-// seal that is not intact. UCX packs a message's fragments in order: a seal packed intact
-// follows data that was all read from the buffer.
+// A send let go still delivers its length (the peer's receive expects it), in zeros, and its
+// seal, broken. UCX packs a message's fragments in order: a seal packed intact follows data
+// that was all read from the buffer.
 size_t pack_guarded(void* state, size_t offset, void* dest, size_t max) {
   const auto& r = *static_cast<Guarded*>(state);
   const size_t total = guarded_size(state);
@@ -71,9 +71,8 @@ size_t pack_guarded(void* state, size_t offset, void* dest, size_t max) {
   if (data != 0 && !r.let_go) std::memcpy(dest, r.buf + offset, data);
   if (data != 0 && r.let_go) std::memset(dest, 0, data);
   if (data < n) {
-    const uint64_t seal = r.let_go ? r.seal : kSealIntact;
     std::memcpy(static_cast<uint8_t*>(dest) + data,
-                reinterpret_cast<const uint8_t*>(&seal) + (offset + data - r.bytes), n - data);
+                reinterpret_cast<const uint8_t*>(&r.seal) + (offset + data - r.bytes), n - data);
   }
   return n;
 }
