@@ -441,10 +441,10 @@ void UcxTransport::cancel(std::vector<Request>& reqs, collx_status_t why) {
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
   // shared with other communicators, and after a close too (Guarded). Its rest is dropped
   // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
-  // still queued to a peer on this node packs zeros and a seal broken with `why` and the rank
-  // known to have failed (Guarded::let_go); a one-copy send breaks its seal, which its peer
-  // may read, with the data, later; one over the network may read its buffer later. Where UCX
-  // keeps a request, or a peer may read, the memory it may use stays with the worker
+  // still queued breaks its seal with `why` and the rank known to have failed (Guarded): to a
+  // peer on this node it packs zeros before the seal, one over the network may read its buffer
+  // later; a one-copy send breaks its seal, which its peer may read, with the data, later.
+  // Where UCX keeps a request, or a peer may read, the memory it may use stays with the worker
   // (gave_up()).
   const uint64_t broken = broken_seal(why, known_failure(rank(), nullptr));
   LockGuard g(worker_);
