@@ -230,7 +230,7 @@ TEST_CASE("UCX messages end with a seal; one let go midway arrives with its seal
   p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
   p.datatype = a->guarded_datatype();
   // More than b's FIFO or the sockets' buffers hold: the rest waits in a until b drains them.
-  const size_t n = within_node ? 4 << 20 : 64 << 20;
+  const size_t n = within_node ? 4 << 20 : 32 << 20;
   std::vector<uint8_t> data(n);
   std::vector<uint8_t> got(n);
   for (const bool let_go : {false, true}) {
