@@ -208,8 +208,8 @@ TEST_CASE("UCX worker: messages no receive matched are taken out before it is de
   close_at_once(a, w);
 }
 
-// As UcxTransport::post sends: within a node through a Guarded, over the network as an IOV of
-// the buffer and the seal.
+// Sent as UcxTransport::post sends a Guarded (UcxWorker::send_guarded): within a node through
+// the generic datatype, over the network as an IOV of the buffer and the seal.
 TEST_CASE("UCX messages end with a seal; one let go midway arrives with its seal broken by the "
           "sender's error (within a node: zeros after the let-go, never the buffer again)",
           "[ucx]") {
@@ -241,16 +241,7 @@ TEST_CASE("UCX messages end with a seal; one let go midway arrives with its seal
     Guarded recv{nullptr, got.data(), n, false, 0, {}};
     {
       LockGuard g(*a);
-      if (within_node) {
-        send.req = ucp_tag_send_nbx(ep, &send, 1, 7, &p);
-      } else {
-        send.iov[0] = ucp_dt_iov_t{data.data(), n};
-        send.iov[1] = ucp_dt_iov_t{&send.seal, kSealBytes};
-        ucp_request_param_t ip{};
-        ip.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-        ip.datatype = ucp_dt_make_iov();
-        send.req = ucp_tag_send_nbx(ep, send.iov, 2, 7, &ip);
-      }
+      send.req = a->send_guarded(ep, &send, !within_node, 7);
     }
     REQUIRE(UCS_PTR_IS_PTR(send.req));  // waiting for b
     if (let_go) {  // as UcxTransport::cancel does; then the caller has its buffer back

@@ -325,41 +325,33 @@ Guarded* UcxTransport::take_guarded(const Request& r) {
 
 Status UcxTransport::post(Request& r, uint32_t seq) {
   if (r.bytes >= cma_min_ && cma_pid_[r.peer] != 0) return post_one_copy(r, seq);
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_DATATYPE;
-  p.memory_type = UCS_MEMORY_TYPE_HOST;
-  p.datatype = worker_.guarded_datatype();
   const ucp_tag_t t = r.is_recv ? tag(from_peer(r), seq, r.step) : tag(from_me(r), seq, r.step);
   LockGuard lock(worker_);
   Guarded* g = nullptr;
   void* req = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
   if (r.is_recv) {
     // Always get a request back: UCX 1.13 leaves recv_info unset when a receive completes
     // immediately from the unexpected queue, and the received length must be checked.
-    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.datatype = worker_.guarded_datatype();
     g = take_guarded(r);
     req = ucp_tag_recv_nbx(worker_.worker(), g, 1, t, kFullMask, &p);
-  } else if (local_[r.peer] == 0) {
-    // Over the network: the buffer, then the seal (an empty buffer is left out).
-    g = take_guarded(r);
-    g->iov[0] = ucp_dt_iov_t{r.buf, r.bytes};
-    g->iov[1] = ucp_dt_iov_t{&g->seal, kSealBytes};
-    p.datatype = ucp_dt_make_iov();
-    const size_t first = r.bytes == 0 ? 1 : 0;
-    req = ucp_tag_send_nbx(eps_[r.peer], g->iov + first, 2 - first, t, &p);
   } else {
-    // To a peer on this node: a short message with its seal, copied, where UCX sends it at once
-    // (room in the peer's FIFO: nothing reads it later), else through a Guarded.
-    if (r.bytes <= sizeof short_ - kSealBytes) {
+    // To a peer on this node, a short message with its seal, copied, where UCX sends it at once
+    // (room in the peer's FIFO: nothing reads it later); any other send through a Guarded.
+    const bool over_network = local_[r.peer] == 0;
+    if (!over_network && r.bytes <= sizeof short_ - kSealBytes) {
       if (r.bytes != 0) std::memcpy(short_, r.buf, r.bytes);
       std::memcpy(short_ + r.bytes, &kSealIntact, kSealBytes);
-      ucp_request_param_t now = p;
-      now.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-      req = ucp_tag_send_nbx(eps_[r.peer], short_, r.bytes + kSealBytes, t, &now);
+      p.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+      req = ucp_tag_send_nbx(eps_[r.peer], short_, r.bytes + kSealBytes, t, &p);
     }
     if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) == UCS_ERR_NO_RESOURCE) {
       g = take_guarded(r);
-      req = ucp_tag_send_nbx(eps_[r.peer], g, 1, t, &p);
+      req = worker_.send_guarded(eps_[r.peer], g, over_network, t);
     }
   }
   if (req == nullptr) {  // a send complete at once

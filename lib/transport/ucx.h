@@ -161,6 +161,10 @@ class UcxWorker {
   // pack_guarded fill each fragment of a send from the send's buffer, unless cancel() has let
   // the request go.
   ucp_datatype_t guarded_datatype() const { return guarded_dt_; }
+  // Sends g's buffer and then its seal to ep under `tag`: to a peer on this node through
+  // guarded_datatype(), over the network as an IOV of the two (an empty buffer left out).
+  // Under the lock; returns what ucp_tag_send_nbx does.
+  void* send_guarded(ucp_ep_h ep, Guarded* g, bool over_network, ucp_tag_t tag);
 
  private:
   UcxWorker() = default;

@@ -244,6 +244,21 @@ UcxWorker::~UcxWorker() {
   for (const Parked& m : parked_) m.free_fn(m.memory);
 }
 
+void* UcxWorker::send_guarded(ucp_ep_h ep, Guarded* g, bool over_network, ucp_tag_t tag) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_DATATYPE;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  if (!over_network) {
+    p.datatype = guarded_dt_;
+    return ucp_tag_send_nbx(ep, g, 1, tag, &p);
+  }
+  g->iov[0] = ucp_dt_iov_t{g->buf, g->bytes};
+  g->iov[1] = ucp_dt_iov_t{&g->seal, kSealBytes};
+  p.datatype = ucp_dt_make_iov();
+  const size_t first = g->bytes == 0 ? 1 : 0;
+  return ucp_tag_send_nbx(ep, g->iov + first, 2 - first, tag, &p);
+}
+
 void UcxWorker::park(void* memory, void (*free_fn)(void*)) noexcept {
   LockGuard g(*this);
   try {
