@@ -60,6 +60,7 @@
 #include <thread>
 #include <vector>
 
+#include "algo/rank_math.h"
 #include "collx/collx.h"
 #include "common/board.h"
 
@@ -174,17 +175,15 @@ collx_status_t polled_allreduce(int32_t* buf, size_t count, collx_comm_t comm) {
 }
 
 // (late) Where a survivor's buffer, at its error, holds a block only partly received (bytes
-// into the block; -1: none). The ranks' blocks are those of lib/algo/rank_math.h, and each is
+// into the block; -1: none). The ranks' blocks are the algorithms' (collx::block), and each is
 // one message here; what has arrived holds the sum, the rest what the call left before.
 int64_t cut_block(const std::vector<int32_t>& buf, int ranks) {
   const int32_t want = ranks * (ranks + 1) / 2;
-  const size_t base = kLargeCount / ranks, extra = kLargeCount % ranks;
-  for (size_t b = 0, begin = 0; b < static_cast<size_t>(ranks); ++b) {
-    const size_t len = base + (b < extra ? 1 : 0);
+  for (size_t b = 0; b < static_cast<size_t>(ranks); ++b) {
+    const collx::Range r = collx::block(kLargeCount, ranks, b);
     size_t i = 0;
-    while (i < len && buf[begin + i] == want) ++i;
-    if (i > 0 && i < len) return static_cast<int64_t>(i * sizeof(int32_t));
-    begin += len;
+    while (i < r.len && buf[r.begin + i] == want) ++i;
+    if (i > 0 && i < r.len) return static_cast<int64_t>(i * sizeof(int32_t));
   }
   return -1;
 }
