@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/pack.h"
 #include "reduce/dtype.h"
@@ -175,11 +176,14 @@ int launch(const FlagsArgs& a, collx_op_t op, cudaStream_t s) {
   int err = static_cast<int>(cudaErrorInvalidValue);
   with_op<T>(op, [&](auto o) {
     using Op = decltype(o);
-    if (op == COLLX_AVG) {
-      flags_kernel<T, Op, true><<<blocks, kThreads, 0, s>>>(a);
-    } else {
-      flags_kernel<T, Op, false><<<blocks, kThreads, 0, s>>>(a);
+    if constexpr (std::is_same_v<Op, Sum> && !std::is_integral_v<T>) {  // avg's types
+      if (op == COLLX_AVG) {
+        flags_kernel<T, Op, true><<<blocks, kThreads, 0, s>>>(a);
+        err = static_cast<int>(cudaGetLastError());
+        return;
+      }
     }
+    flags_kernel<T, Op, false><<<blocks, kThreads, 0, s>>>(a);
     err = static_cast<int>(cudaGetLastError());
   });
   return err;
