@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Random preload programs (test/pmpi_random) under valgrind memcheck, one log per process:
-#   run.sh FIRST LAST STEPS   (logs under /tmp/vgr/logs/SETTING.SEED/)
+#   run.sh FIRST LAST STEPS [uneven]   (logs under /tmp/vgr/logs/SETTING.SEED/)
 set -u
-first=$1 last=$2 steps=$3
+first=$1 last=$2 steps=$3 set=${4:-one-node}
 lib=/work/main/build/lib/pmpi/libcollx_mpi.so prog=/work/main/build/test/pmpi_random
 node='COLLX_NODE=node-$((PMI_RANK % 2)) exec "$@"'  # two pretended nodes, round-robin
 one() {  # NAME NRANKS ENV... -- [WRAPPER...] (valgrind and the program follow)
@@ -22,6 +22,12 @@ one() {  # NAME NRANKS ENV... -- [WRAPPER...] (valgrind and the program follow)
     tail -1) | $(python3 /tmp/vgr/classify.py "$d"/vg.*.txt | tail -1)"
 }
 for seed in $(seq "$first" "$last"); do
+  if [ "$set" = uneven ]; then  # pretended nodes of 2 and 1, and of 3 and 2
+    one n3-uneven 3 -- bash -c "$node" _
+    extra=--threads one n3-uneven-threads 3 -- bash -c "$node" _
+    one n5-uneven 5 -- bash -c "$node" _
+    continue
+  fi
   one n2 2 --
   one n3 3 --
   extra=--threads one n2-threads 2 --
