@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The preload's conformance program (test/pmpi_conformance) under valgrind memcheck, one log per
-# process, in the modes the meson tests run it without special settings:
+# process, in the modes the meson tests run it without special settings (and, last, the
+# device-buffer test on host memory):
 #   conf.sh   (logs under /tmp/vgr/conf/MODE/)
 set -u
 lib=/work/main/build/lib/pmpi/libcollx_mpi.so prog=/work/main/build/test/pmpi_conformance
@@ -35,3 +36,6 @@ one request-free 2 -- --request-free
 one complex 3 -- --complex
 one float16 3 -- --float16
 one progress-blocking 3 -- --progress blocking
+# The device-buffer preload test on host memory (meson test pmpi_preload_device_host_memory_n3).
+prog=/work/main/build/test/mpi_device_test one device-test-host-memory 3 COLLX_MPI_HOST_COPIES=1 \
+  -- --host
