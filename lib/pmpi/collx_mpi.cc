@@ -39,6 +39,10 @@
 //
 // Threads: under MPI_THREAD_MULTIPLE every communicator is served as well (comms.cc: their
 // creation from several threads at once).
+//
+// The functions defined here and in completion.cc are collx_<name>: the exported <name> is a
+// jump to them (gate.cc), or, in a process of another MPI than the one libcollx_mpi.so was
+// built with (Open MPI, whose handles are pointers), to that MPI's own.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -315,83 +319,71 @@ using namespace collx_mpi;
 
 extern "C" {
 
-__attribute__((visibility("default"))) int MPI_Init(int* argc, char*** argv) {
+int collx_MPI_Init(int* argc, char*** argv) {
   const int rc = PMPI_Init(argc, argv);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
-__attribute__((visibility("default"))) int MPI_Init_thread(int* argc, char*** argv, int required,
-                                                           int* provided) {
+int collx_MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   const int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
-__attribute__((visibility("default"))) int MPI_Allreduce(const void* sendbuf, void* recvbuf,
-                                                         int count, MPI_Datatype datatype,
-                                                         MPI_Op op, MPI_Comm comm) {
+int collx_MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm) {
   return guarded("MPI_Allreduce", comm, nullptr, [&] {
     return allreduce(kAllreduce, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Allreduce_c(const void* sendbuf, void* recvbuf,
-                                                           MPI_Count count, MPI_Datatype datatype,
-                                                           MPI_Op op, MPI_Comm comm) {
+int collx_MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count,
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return guarded("MPI_Allreduce_c", comm, nullptr, [&] {
     return allreduce(kAllreduceC, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Iallreduce(const void* sendbuf, void* recvbuf,
-                                                          int count, MPI_Datatype datatype,
-                                                          MPI_Op op, MPI_Comm comm,
-                                                          MPI_Request* request) {
+int collx_MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   return guarded("MPI_Iallreduce", comm, request, [&] {
     return iallreduce(kIallreduce, sendbuf, recvbuf, count, datatype, op, comm, request);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf,
-                                                            MPI_Count count, MPI_Datatype datatype,
-                                                            MPI_Op op, MPI_Comm comm,
-                                                            MPI_Request* request) {
+int collx_MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   return guarded("MPI_Iallreduce_c", comm, request, [&] {
     return iallreduce(kIallreduceC, sendbuf, recvbuf, count, datatype, op, comm, request);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Allreduce_init(const void* sendbuf, void* recvbuf,
-                                                              int count, MPI_Datatype datatype,
-                                                              MPI_Op op, MPI_Comm comm,
-                                                              MPI_Info info,
-                                                              MPI_Request* request) {
+int collx_MPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   return guarded("MPI_Allreduce_init", comm, request, [&] {
     return allreduce_init(kAllreduceInit, sendbuf, recvbuf, count, datatype, op, comm, info,
                           request);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Allreduce_init_c(const void* sendbuf,
-                                                                void* recvbuf, MPI_Count count,
-                                                                MPI_Datatype datatype, MPI_Op op,
-                                                                MPI_Comm comm, MPI_Info info,
-                                                                MPI_Request* request) {
+int collx_MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                               MPI_Request* request) {
   return guarded("MPI_Allreduce_init_c", comm, request, [&] {
     return allreduce_init(kAllreduceInitC, sendbuf, recvbuf, count, datatype, op, comm, info,
                           request);
   });
 }
 
-__attribute__((visibility("default"))) int MPI_Comm_free(MPI_Comm* comm) {
+int collx_MPI_Comm_free(MPI_Comm* comm) {
   if (comm != nullptr) release(*comm);
   return PMPI_Comm_free(comm);
 }
 
 // MPI_Comm_free of MPICH's mpi_f08 module, which calls PMPI_Comm_free itself: the same, then
 // MPICH's own (a TYPE(MPI_Comm) is its handle, an MPI_Fint, which is MPICH's MPI_Comm).
-__attribute__((visibility("default"))) void mpi_comm_free_f08_(MPI_Comm* comm, int* ierror) {
+void collx_mpi_comm_free_f08_(MPI_Comm* comm, int* ierror) {
   using F08Free = void (*)(MPI_Comm*, int*);
   static const auto next = reinterpret_cast<F08Free>(dlsym(RTLD_NEXT, "mpi_comm_free_f08_"));
   if (next == nullptr) {  // (only MPICH's Fortran library calls this, and it defines it)
@@ -404,16 +396,13 @@ __attribute__((visibility("default"))) void mpi_comm_free_f08_(MPI_Comm* comm, i
 
 // MPI_Allreduce_init of MPICH's mpi_f08 module (and its large-count twin), which calls the C
 // MPI_Allreduce_init: MPICH's own, marked as mpi_f08's (f08_init).
-__attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_(void* a, void* b, void* c,
-                                                                      void* d, void* e, void* f,
-                                                                      void* g, void* h,
-                                                                      void* ierror) {
-  static const auto next =
-      reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_"));
+void collx_mpi_allreduce_init_f08ts_(void* a, void* b, void* c, void* d, void* e, void* f, void* g,
+                                     void* h, void* ierror) {
+  static const auto next = reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_"));
   f08_init(next, a, b, c, d, e, f, g, h, ierror);
 }
-__attribute__((visibility("default"))) void mpi_allreduce_init_f08ts_large_(
-    void* a, void* b, void* c, void* d, void* e, void* f, void* g, void* h, void* ierror) {
+void collx_mpi_allreduce_init_f08ts_large_(void* a, void* b, void* c, void* d, void* e, void* f,
+                                           void* g, void* h, void* ierror) {
   static const auto next =
       reinterpret_cast<F08Init>(dlsym(RTLD_NEXT, "mpi_allreduce_init_f08ts_large_"));
   f08_init(next, a, b, c, d, e, f, g, h, ierror);

@@ -13,6 +13,7 @@
 
 #include "collx/collx.h"
 #include "memory/host_mirror.h"
+#include "pmpi/exports.h"
 #include "transport/transport.h"
 
 namespace collx_mpi {
@@ -270,3 +271,19 @@ class Swap {
 };
 
 }  // namespace collx_mpi
+
+// libcollx_mpi's own MPI functions (exports.h, gate.cc).
+extern "C" {
+#define COLLX_MPI_DECLARE(name) decltype(name) collx_##name;
+COLLX_MPI_C_EXPORTS(COLLX_MPI_DECLARE)
+#undef COLLX_MPI_DECLARE
+void collx_mpi_wait_f08_(MPI_Request* request, void* status, int* ierror);
+void collx_mpi_request_get_status_f08_(MPI_Request* request, void* flag, void* status,
+                                       int* ierror);
+void collx_mpi_request_free_f08_(MPI_Request* request, int* ierror);
+void collx_mpi_comm_free_f08_(MPI_Comm* comm, int* ierror);
+void collx_mpi_allreduce_init_f08ts_(void* a, void* b, void* c, void* d, void* e, void* f,
+                                     void* g, void* h, void* ierror);
+void collx_mpi_allreduce_init_f08ts_large_(void* a, void* b, void* c, void* d, void* e,
+                                           void* f, void* g, void* h, void* ierror);
+}

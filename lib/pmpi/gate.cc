@@ -1,0 +1,102 @@
+// The exported MPI functions of libcollx_mpi.so: each is a jump, through a pointer, to
+// libcollx_mpi's own function (collx_<name>) or, in a process whose MPI is not the library
+// libcollx_mpi.so was built with, to that MPI's function of the same name.
+//
+// libcollx_mpi.so is built against MPICH's mpi.h: its handles are ints. Preloaded into a
+// program of another MPI (Open MPI's handles are pointers), its functions would pass MPICH's
+// constants to that MPI and cut the program's handles to 32 bits: Open MPI 4.1 aborted in the
+// preload's first call to it (MPI_Comm_create_keyval, "invalid argument"). So before the
+// program starts, a constructor compares the PMPI_Init that the process's calls reach with the
+// one libcollx_mpi.so was linked with; if they differ, every jump goes to the process's MPI
+// (the next definition after this library), registers and stack untouched, and stderr says
+// so. libcollx_mpi then never runs: the program runs as without the preload.
+#include <dlfcn.h>
+
+#include <cstdio>
+
+#include "pmpi/preload.h"
+
+// The jumps' targets: libcollx_mpi's functions, until the constructor below decides.
+extern "C" {
+#define COLLX_MPI_TARGET(name)                                                            \
+  __attribute__((visibility("hidden"), used)) decltype(&collx_##name) collx_jump_##name = \
+      &collx_##name;
+COLLX_MPI_C_EXPORTS(COLLX_MPI_TARGET)
+COLLX_MPI_F08_EXPORTS(COLLX_MPI_TARGET)
+#undef COLLX_MPI_TARGET
+}
+
+// The jumps (an indirect jump through the target: one instruction on x86-64, three on arm64),
+// with the landing pad that indirect-branch tracking wants where it is on.
+// clang-format off
+#if defined(__x86_64__)
+#if defined(__CET__)
+#define COLLX_MPI_LANDING "endbr64\n"
+#else
+#define COLLX_MPI_LANDING ""
+#endif
+#define COLLX_MPI_JUMP(name) "jmp *collx_jump_" #name "(%rip)\n"
+#elif defined(__aarch64__)
+#if defined(__ARM_FEATURE_BTI_DEFAULT)
+#define COLLX_MPI_LANDING "bti c\n"
+#else
+#define COLLX_MPI_LANDING ""
+#endif
+#define COLLX_MPI_JUMP(name)                       \
+  "adrp x16, collx_jump_" #name "\n"               \
+  "ldr x16, [x16, :lo12:collx_jump_" #name "]\n"   \
+  "br x16\n"
+#else
+#error "lib/pmpi/gate.cc: the exported MPI functions' jumps are written for x86-64 and arm64"
+#endif
+
+#define COLLX_MPI_EXPORT(name)                     \
+  asm(".pushsection .text\n"                       \
+      ".p2align 4\n"                               \
+      ".globl " #name "\n"                         \
+      ".type " #name ", %function\n"               \
+      #name ":\n"                                  \
+      COLLX_MPI_LANDING                            \
+      COLLX_MPI_JUMP(name)                         \
+      ".size " #name ", . - " #name "\n"           \
+      ".popsection\n");
+// clang-format on
+COLLX_MPI_C_EXPORTS(COLLX_MPI_EXPORT)
+COLLX_MPI_F08_EXPORTS(COLLX_MPI_EXPORT)
+#undef COLLX_MPI_EXPORT
+
+namespace {
+
+// The file of the object that holds `address` ("the program" for the executable).
+const char* file_of(void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0) return "(none)";
+  return info.dli_fname != nullptr && info.dli_fname[0] != '\0' ? info.dli_fname : "the program";
+}
+
+__attribute__((constructor)) void choose_targets() {
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&choose_targets), &self) == 0) return;
+  // This library's handle looks a symbol up in it and its dependencies: the MPI it was built
+  // with. RTLD_DEFAULT looks it up as the program's calls do.
+  void* own = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (own == nullptr) return;
+  void* built_with = dlsym(own, "PMPI_Init");
+  dlclose(own);
+  void* in_process = dlsym(RTLD_DEFAULT, "PMPI_Init");
+  if (built_with == nullptr || in_process == built_with) return;
+#define COLLX_MPI_NEXT(name)                                                 \
+  if (void* next = dlsym(RTLD_NEXT, #name)) {                                \
+    collx_jump_##name = reinterpret_cast<decltype(collx_jump_##name)>(next); \
+  }
+  COLLX_MPI_C_EXPORTS(COLLX_MPI_NEXT)
+  COLLX_MPI_F08_EXPORTS(COLLX_MPI_NEXT)
+#undef COLLX_MPI_NEXT
+  std::fprintf(stderr,
+               "libcollx_mpi: interception off: this process's MPI is %s, not %s, which "
+               "libcollx_mpi.so was built with (their ABIs may differ): every MPI call goes "
+               "to the process's MPI unchanged\n",
+               file_of(in_process), file_of(built_with));
+}
+
+}  // namespace
