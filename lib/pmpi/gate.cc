@@ -85,6 +85,8 @@ __attribute__((constructor)) void choose_targets() {
   dlclose(own);
   void* in_process = dlsym(RTLD_DEFAULT, "PMPI_Init");
   if (built_with == nullptr || in_process == built_with) return;
+  // The next definition is the process's MPI's, or, for a name it lacks (MPI 4.0's in Open MPI
+  // 4.1), the MPI this library was built with: a program of that MPI cannot call it anyway.
 #define COLLX_MPI_NEXT(name)                                                 \
   if (void* next = dlsym(RTLD_NEXT, #name)) {                                \
     collx_jump_##name = reinterpret_cast<decltype(collx_jump_##name)>(next); \
