@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# foreign_mpi.sh PRELOAD_LIB PROGRAM: runs PROGRAM (test/foreign_mpi_test.cc, linked with a
-# stand-in for another MPI's library) under the preload. It must pass (every exported function
-# reaching the stand-in as called), and stderr must say, once, that interception is off and why.
+# foreign_mpi.sh PRELOAD_LIB PROGRAM EXPORTS_H: runs PROGRAM (test/foreign_mpi_test.cc, linked
+# with a stand-in for another MPI's library) under the preload. It must pass (every function of
+# EXPORTS_H reaching the stand-in as called), and stderr must say, once, that interception is
+# off and why. And the preload must export exactly the functions EXPORTS_H names: one it
+# exported besides would not go through the gate.
 set -uo pipefail
 log=$(mktemp)
 LD_PRELOAD="$1" "$2" 2> "$log"
@@ -13,5 +15,12 @@ rm -f "$log"
 [ $status -eq 0 ] || exit $status
 if [ "$said" -ne 1 ]; then
   echo "foreign_mpi.sh: stderr said $said times that interception is off (want 1)" >&2
+  exit 1
+fi
+exported=$(nm -D --defined-only "$1" | awk '{ print $3 }' | sort)
+listed=$(grep -o 'X([A-Za-z0-9_]*)' "$3" | sed 's/^X(\(.*\))$/\1/' | sort)
+if [ "$exported" != "$listed" ]; then
+  echo "foreign_mpi.sh: the preload's exports differ from $3's list:" >&2
+  diff <(echo "$listed") <(echo "$exported") >&2
   exit 1
 fi
