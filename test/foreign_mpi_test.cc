@@ -5,6 +5,9 @@
 // the stack) and recording them. The program, linked with it and run under the preload
 // (test/foreign_mpi.sh), checks that each name the process resolves is libcollx_mpi.so's, and
 // that each call reaches the stand-in with every argument and the return value intact.
+// Built with FOREIGN_MPI_DLOPEN defined (foreign_mpi_dlopen), the program is not linked with
+// the stand-in but loads it through dlopen, as Python loads mpi4py's MPI: the preload's
+// MPI_Init and MPI_Init_thread must then refuse, reaching neither MPI.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -51,6 +54,37 @@ const uint64_t* foreign_last_args() {
   }
 FOREIGN_ALL(FOREIGN_DEFINE)
 #undef FOREIGN_DEFINE
+}
+
+#elif defined(FOREIGN_MPI_DLOPEN)
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  void* stand_in = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (stand_in == nullptr) {
+    std::fprintf(stderr, "foreign_mpi_dlopen: %s\n", dlerror());
+    return 1;
+  }
+  using Init = int (*)(int*, char***);
+  using InitThread = int (*)(int*, char***, int, int*);
+  using LastName = const char* (*)();
+  // As the program's calls find them: the preload's (it stands first).
+  const auto init = reinterpret_cast<Init>(dlsym(RTLD_DEFAULT, "MPI_Init"));
+  const auto init_thread = reinterpret_cast<InitThread>(dlsym(RTLD_DEFAULT, "MPI_Init_thread"));
+  const auto last = reinterpret_cast<LastName>(dlsym(stand_in, "foreign_last_name"));
+  Dl_info info{};
+  if (init == nullptr || init_thread == nullptr || last == nullptr ||
+      dladdr(reinterpret_cast<void*>(init), &info) == 0 || info.dli_fname == nullptr ||
+      std::strstr(info.dli_fname, "libcollx_mpi") == nullptr) {
+    std::fprintf(stderr, "foreign_mpi_dlopen: MPI_Init is not libcollx_mpi.so's (preload it)\n");
+    return 1;
+  }
+  int provided = -1;
+  const int rc = init(nullptr, nullptr);
+  const int rc_thread = init_thread(nullptr, nullptr, 0, &provided);
+  std::printf("foreign_mpi_dlopen: MPI_Init %d, MPI_Init_thread %d, the stand-in called: %s\n",
+              rc, rc_thread, last() != nullptr ? last() : "nothing");
+  return rc != 0 && rc_thread != 0 && provided == -1 && last() == nullptr ? 0 : 1;
 }
 
 #else

@@ -320,12 +320,14 @@ using namespace collx_mpi;
 extern "C" {
 
 int collx_MPI_Init(int* argc, char*** argv) {
+  if (late_foreign_mpi()) return MPI_ERR_OTHER;
   const int rc = PMPI_Init(argc, argv);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
 int collx_MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  if (late_foreign_mpi()) return MPI_ERR_OTHER;
   const int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;

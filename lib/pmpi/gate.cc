@@ -10,7 +10,14 @@
 // one libcollx_mpi.so was linked with; if they differ, every jump goes to the process's MPI
 // (the next definition after this library), registers and stack untouched, and stderr says
 // so. libcollx_mpi then never runs: the program runs as without the preload.
+//
+// An MPI loaded later, through dlopen (Python's mpi4py does so), cannot be sent its calls: the
+// MPI libcollx_mpi.so was built with came in with it, and stands first for every MPI name the
+// program looks up (a Debian mpi4py of Open MPI aborted in MPICH's MPI_Comm_set_errhandler).
+// MPI_Init and MPI_Init_thread (the program's first calls) look for one (late_foreign_mpi) and
+// refuse, saying why, rather than start an MPI the program does not use.
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdio>
 
@@ -67,6 +74,8 @@ COLLX_MPI_F08_EXPORTS(COLLX_MPI_EXPORT)
 
 namespace {
 
+void* g_built_with = nullptr;  // the PMPI_Init of the MPI libcollx_mpi.so was built with
+
 // The file of the object that holds `address` ("the program" for the executable).
 const char* file_of(void* address) {
   Dl_info info{};
@@ -83,6 +92,7 @@ __attribute__((constructor)) void choose_targets() {
   if (own == nullptr) return;
   void* built_with = dlsym(own, "PMPI_Init");
   dlclose(own);
+  g_built_with = built_with;
   void* in_process = dlsym(RTLD_DEFAULT, "PMPI_Init");
   if (built_with == nullptr || in_process == built_with) return;
   // The next definition is the process's MPI's, or, for a name it lacks (MPI 4.0's in Open MPI
@@ -102,3 +112,40 @@ __attribute__((constructor)) void choose_targets() {
 }
 
 }  // namespace
+
+namespace collx_mpi {
+
+bool late_foreign_mpi() {
+  if (g_built_with == nullptr) return false;
+  // The loaded objects' names first: dlopen is not for dl_iterate_phdr's callback, which holds
+  // the loader's lock.
+  struct Names {
+    const char* name[512];
+    int n = 0;
+  } names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* names = static_cast<Names*>(data);
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+        names->name[names->n++] = info->dlpi_name;
+        return names->n == 512 ? 1 : 0;
+      },
+      &names);
+  for (int i = 0; i < names.n; ++i) {
+    void* object = dlopen(names.name[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (object == nullptr) continue;
+    void* init = dlsym(object, "PMPI_Init");  // (in it or its dependencies)
+    dlclose(object);
+    if (init == nullptr || init == g_built_with) continue;
+    std::fprintf(stderr,
+                 "libcollx_mpi: MPI_Init refused: this process loaded another MPI, %s, after "
+                 "it started (through dlopen, as Python's mpi4py does): the program's MPI calls "
+                 "would reach %s, which libcollx_mpi.so was built with and loaded first; "
+                 "remove libcollx_mpi.so from LD_PRELOAD for this program\n",
+                 file_of(init), file_of(g_built_with));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace collx_mpi

@@ -270,6 +270,11 @@ class Swap {
   MPI_Request* seen_;
 };
 
+// gate.cc: whether an MPI other than the one libcollx_mpi.so was built with has been loaded
+// since the program started (through dlopen), said on stderr if so: MPI_Init and
+// MPI_Init_thread then refuse (MPI_ERR_OTHER).
+bool late_foreign_mpi();
+
 }  // namespace collx_mpi
 
 // libcollx_mpi's own MPI functions (exports.h, gate.cc).
