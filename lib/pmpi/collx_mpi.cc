@@ -319,16 +319,21 @@ using namespace collx_mpi;
 
 extern "C" {
 
+// MPI_Init and MPI_Init_thread call the next definition of their name: a PMPI tool preloaded
+// after this library (a profiler: its own setup runs, as without the preload), else MPI's.
 int collx_MPI_Init(int* argc, char*** argv) {
   if (late_foreign_mpi()) return MPI_ERR_OTHER;
-  const int rc = PMPI_Init(argc, argv);
+  static const auto next = reinterpret_cast<decltype(&PMPI_Init)>(dlsym(RTLD_NEXT, "MPI_Init"));
+  const int rc = (next != nullptr ? next : PMPI_Init)(argc, argv);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
 
 int collx_MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   if (late_foreign_mpi()) return MPI_ERR_OTHER;
-  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  static const auto next =
+      reinterpret_cast<decltype(&PMPI_Init_thread)>(dlsym(RTLD_NEXT, "MPI_Init_thread"));
+  const int rc = (next != nullptr ? next : PMPI_Init_thread)(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) ensure_started(true);
   return rc;
 }
