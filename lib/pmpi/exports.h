@@ -17,4 +17,3 @@
 #define COLLX_MPI_F08_EXPORTS(X)                                                       \
   X(mpi_wait_f08_) X(mpi_request_get_status_f08_) X(mpi_request_free_f08_)            \
   X(mpi_comm_free_f08_) X(mpi_allreduce_init_f08ts_) X(mpi_allreduce_init_f08ts_large_)
-
