@@ -5,9 +5,13 @@
 // within a node.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -289,4 +293,65 @@ TEST_CASE("UCX messages end with a seal; one let go midway arrives with its seal
     }
   }
   close_at_once(a, w);
+}
+
+// A failure passed on through seals: rank 0 knows rank 3 failed and lets go of its message to
+// rank 1; rank 1, which has seen no failure itself, fails on that message and lets go of its
+// own to rank 2. Rank 2 must still learn that rank 3 failed (the fault test's ring, where a
+// survivor two hops away from the dead rank may read a broken seal before it sees the death).
+TEST_CASE("UCX: a failed rank named in a broken seal is passed on in the seals broken after it",
+          "[ucx]") {
+  constexpr int kRanks = 4;
+  const size_t n = 4 << 20;  // more than a FIFO holds: each send waits for its receiver
+  std::vector<std::unique_ptr<UcxWorker>> workers;
+  std::vector<PeerInfo> peers(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    workers.push_back(make_worker());
+    peers[r].address = workers[r]->address();
+    peers[r].node = 1;  // one node: shared memory, the processes watched through pidfds
+    peers[r].pid = getpid();
+  }
+  std::atomic<int> phase{0};  // 1: rank 0 let go; 2: rank 1 let go; 3: rank 2 done
+  std::string messages[kRanks];
+  auto rank_main = [&](int r) {
+    UcxTransport* t = nullptr;
+    if (!UcxTransport::create(*workers[r], r, kRanks, 1, peers, 1, SIZE_MAX, 10, &t).ok()) {
+      messages[r] = "create failed";
+      phase = 3;
+      return;
+    }
+    std::vector<uint8_t> out(n, 0x5a), in(n, 0xff);
+    Handle h = 0;
+    t->begin_op(1, 10, 0);
+    if (r == 0) {
+      {
+        LockGuard g(*workers[0]);
+        workers[0]->watch(peers[3].address, getpid())->fail(UCS_ERR_CONNECTION_RESET);
+      }
+      const Status posted = t->isend(1, 0, out.data(), n);
+      messages[r] =
+          t->end_op(posted.ok() ? Status(COLLX_ERR_PEER_FAILED, "rank 3") : posted).message();
+      phase = 1;
+    } else if (r == 1 || r == 2) {
+      while (phase.load() < r) sched_yield();
+      Status st = t->irecv(r - 1, 0, in.data(), n, &h);
+      if (st.ok() && r == 1) st = t->isend(2, 0, out.data(), n);
+      if (st.ok()) st = t->wait(h);
+      messages[r] = t->end_op(st).message();
+      phase = r == 2 ? 3 : 2;
+    }
+    while (phase.load() < 3) {  // the messages let go still drain (zeros after the let-go)
+      LockGuard g(*workers[r]);
+      ucp_worker_progress(workers[r]->worker());
+    }
+    t->mark_failed();
+    delete t;
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) threads.emplace_back(rank_main, r);
+  for (std::thread& th : threads) th.join();
+  INFO(messages[1] + "\n" + messages[2]);
+  CHECK(messages[1].find("rank 3 failed (as the sender saw)") != std::string::npos);
+  CHECK(messages[2].find("rank 3 failed (as the sender saw)") != std::string::npos);
+  CHECK(messages[2].find("receive from rank 1") != std::string::npos);
 }

@@ -407,7 +407,11 @@ Status UcxTransport::seal_error(const Request& r, uint64_t seal) const {
       carried && sent < 0 && sent >= COLLX_ERR_INTERNAL ? sent : COLLX_ERR_PEER_FAILED;
   int failed = carried ? static_cast<int>((seal >> 8) & 0xffffff) - 1 : -1;
   std::string why = "as the sender saw";
-  if (failed < 0 || failed >= size()) failed = known_failure(r.peer, &why);  // else: as seen here
+  if (failed >= 0 && failed < size()) {
+    relayed_failure_ = failed;
+  } else {
+    failed = known_failure(r.peer, &why);  // as seen here
+  }
   const std::string gave_up =
       format("the sender gave up on this collective (its call failed: %s) during its message:",
              status_name(code));
@@ -433,12 +437,14 @@ void UcxTransport::cancel(std::vector<Request>& reqs, collx_status_t why) {
   // sender stopped or died in the middle of it), cannot be: UCX keeps it while the endpoint is
   // shared with other communicators, and after a close too (Guarded). Its rest is dropped
   // (Guarded::let_go) or, for a one-copy transfer's control message, lands in cma_ops_. A send
-  // still queued breaks its seal with `why` and the rank known to have failed (Guarded): to a
-  // peer on this node it packs zeros before the seal, one over the network may read its buffer
-  // later; a one-copy send breaks its seal, which its peer may read, with the data, later.
+  // still queued breaks its seal with `why` and the rank known to have failed, seen here or
+  // named by a peer's seal (Guarded): to a peer on this node it packs zeros before the seal,
+  // one over the network may read its buffer later; a one-copy send breaks its seal, which its
+  // peer may read, with the data, later.
   // Where UCX keeps a request, or a peer may read, the memory it may use stays with the worker
   // (gave_up()).
-  const uint64_t broken = broken_seal(why, known_failure(rank(), nullptr));
+  const int seen = known_failure(rank(), nullptr);
+  const uint64_t broken = broken_seal(why, seen >= 0 ? seen : relayed_failure_);
   LockGuard g(worker_);
   auto let_go = [&](void*& req, bool receive) {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) {

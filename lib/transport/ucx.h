@@ -340,6 +340,10 @@ class UcxTransport final : public Transport {
   bool unsent_ = false;         // a peer awaits said_ behind a send in flight (progress sends)
   mutable uint64_t failures_seen_ = 0;
   mutable std::chrono::steady_clock::time_point first_dead_seen_{};
+  // The failed rank a peer's broken seal named (seal_error): cancel() passes it on in the
+  // seals it breaks when this rank has not seen the failure itself, so that a failure relayed
+  // through several ranks still names its rank at the last. -1: none.
+  mutable int relayed_failure_ = -1;
   bool force_close_ = false;
   bool gave_up_ = false;  // cancel() let go of an unfinished request (gave_up())
 };
