@@ -921,6 +921,60 @@ TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks t
   }, true, nodes);
 }
 
+namespace {
+std::atomic<int> g_progress_calls{0};
+void count_progress_call() { g_progress_calls.fetch_add(1); }
+}  // namespace
+
+TEST_CASE("non-blocking: a thread waiting for the worker runs its progress once per watch period") {
+  // Where a node's ranks outnumber its CPUs (kCrowdedWatch), a waiting thread that woke every
+  // millisecond beside its rank's polling threads let the kernel keep other ranks off a CPU
+  // for seconds (docs/RELIABILITY.md): there it wakes, and runs the caller's progress hook (the
+  // preload's MPI progress), once per 10 ms. One-sided: a loaded machine wakes it less often.
+  const auto period = GENERATE(kWatch, kCrowdedWatch);
+  CAPTURE(period.count());
+  Config c = config_for("recursive_doubling");
+  c.async_min = 0;  // on the worker at once
+  constexpr auto kLate = std::chrono::milliseconds(200);
+  g_progress_calls = 0;
+  double waited = 0;  // rank 0's, in seconds
+  run_ranks(2, {c}, [&](int rank, std::vector<Comm*>& comms) {
+    comms[0]->set_watch_period(period);
+    if (rank == 1) std::this_thread::sleep_for(kLate);
+    std::vector<Posted> ops = post_sums(*comms[0], rank, 1);
+    if (rank == 0) {  // the worker takes it (else this thread would run it, polling)
+      OpQueue& q = *ops[0].req->queue;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      auto taken = [&] {
+        std::lock_guard<std::mutex> g(q.mu);
+        return q.running && q.waiting.empty();
+      };
+      while (!taken() && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    }
+    const OuterProgress before = set_outer_progress(rank == 0 ? count_progress_call : nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    for (Posted& o : ops) Comm::wait(o.req);
+    if (rank == 0) {
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    set_outer_progress(before);
+    for (Posted& o : ops) {
+      TCHECK(o.req->result.ok());
+      std::vector<int32_t> exp(o.buf.size());
+      fill_expected(COLLX_INT32, COLLX_SUM, 2, exp.size(), exp.data());
+      TCHECK(o.buf == exp);
+      delete o.req;
+    }
+  });
+  // Rank 0 waited about 200 ms for rank 1 (longer on a loaded machine): at most one call per
+  // period of it.
+  INFO("waited " << waited << " s, " << g_progress_calls.load() << " progress calls");
+  CHECK(waited >= 0.15);
+  CHECK(g_progress_calls.load() >= 1);
+  const double periods = waited / std::chrono::duration<double>(period).count();
+  CHECK(g_progress_calls.load() <= static_cast<int>(periods) + 2);
+}
+
 TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {
   const bool shared = GENERATE(true, false);  // ranks on one node, or on several
   CAPTURE(shared);

@@ -55,12 +55,13 @@ struct Request;
 // shorter one wakes the worker more often (measured in docs/PERFORMANCE.md).
 inline constexpr std::chrono::microseconds kTestGrace{250};
 
-// The worker's watch period (Comm::worker_main): kWatch where the node's ranks are at most its
-// online CPUs, kCrowdedWatch where they outnumber them. There a deferred operation started
-// early has no core of its own anyway, and every rank's worker waking each millisecond slowed
-// the ranks down: random preload programs (mostly 3 - 4 ranks on 2 CPUs) took 31% less time
-// with 10 ms ("The worker's watch period with more ranks than CPUs" in docs/PERFORMANCE.md).
-// `cpus` <= 0: not known.
+// The worker's watch period (Comm::worker_main), also how often a thread that sleeps until the
+// worker's operation ends wakes to run its progress hook (Comm::help): kWatch where the node's
+// ranks are at most its online CPUs, kCrowdedWatch where they outnumber them. There a deferred
+// operation started early has no core of its own anyway, and every rank's worker waking each
+// millisecond slowed the ranks down: random preload programs (mostly 3 - 4 ranks on 2 CPUs)
+// took 31% less time with 10 ms ("The worker's watch period with more ranks than CPUs" in
+// docs/PERFORMANCE.md). `cpus` <= 0: not known.
 inline constexpr std::chrono::microseconds kWatch{1000};
 inline constexpr std::chrono::microseconds kCrowdedWatch{10000};
 inline std::chrono::microseconds watch_period_for(int local_ranks, int cpus) {

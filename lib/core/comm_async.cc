@@ -28,7 +28,12 @@ void Comm::help(OpQueue& q, Finished finished) {
     }
     // Another thread runs an operation. A small one ends sooner than a sleeping thread wakes
     // up: poll for a while first, then sleep until it completes; with a hook, waking once per
-    // kCheckEvery to run the caller's own progress, as a wait in the transport does.
+    // watch period to run the caller's own progress: every millisecond where the node's ranks
+    // fit its CPUs (as a wait in the transport runs it), every kCrowdedWatch where they
+    // outnumber them, as the worker wakes. There a thread that sleeps and wakes every
+    // millisecond beside its rank's polling threads lets the kernel keep another rank off a
+    // CPU for seconds; one that sleeps 5 ms or more did not (docs/RELIABILITY.md, "Known
+    // problem: stalls with more ranks than CPUs ...").
     const uint64_t seen = q.completed.load(std::memory_order_relaxed);
     auto changed = [&] { return q.completed.load(std::memory_order_acquire) != seen; };
     lk.unlock();
@@ -41,7 +46,7 @@ void Comm::help(OpQueue& q, Finished finished) {
       q.changed.wait(lk, changed);
       continue;
     }
-    while (!q.changed.wait_for(lk, kCheckEvery, changed)) {
+    while (!q.changed.wait_for(lk, q.watch, changed)) {
       lk.unlock();
       outer_progress();
       lk.lock();

@@ -91,8 +91,10 @@ void print_statistics();
 
 // MPI's progress rule: a call that blocks still progresses the program's other MPI
 // operations. A served call that waits inside libcollx runs the MPI library's progress (an
-// MPI_Iprobe that matches nothing it keeps) once per millisecond of waiting: an MPI_Isend
-// posted before MPI_Allreduce may be what its receiver waits for before it calls MPI_Allreduce.
+// MPI_Iprobe that matches nothing it keeps) once per millisecond of waiting (once per watch
+// period where it sleeps while the communicator's worker runs the operation: 10 ms where the
+// node's ranks outnumber its CPUs, core/comm.h): an MPI_Isend posted before MPI_Allreduce may
+// be what its receiver waits for before it calls MPI_Allreduce.
 // An MpiProgress sets it as this thread's outer progress for its scope.
 class MpiProgress {
  public:

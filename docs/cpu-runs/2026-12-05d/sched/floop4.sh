@@ -1,0 +1,37 @@
+#!/bin/bash
+# floop4.sh N SEED: floop3.sh with the 5 ranks on one node (no pretended nodes), in keep4/;
+# HOG=1: a busy loop in a session of its own beside
+T=/sys/kernel/tracing
+echo 1 > $T/options/record-tgid
+cd /tmp/st
+[ "${HOG:-0}" = 1 ] && { setsid bash -c "while :; do :; done" & hog=$!; }
+for i in $(seq 1 $1); do
+  rm -rf /tmp/ct; mkdir -p /tmp/ct
+  echo 0 > $T/tracing_on; echo > $T/trace; echo 1 > $T/tracing_on
+  t0=$(date +%s.%N)
+  env CXDBG_DIR=/tmp/ct CXDBG_FTRACE=1 PMPI_RANDOM_TRACE=1 COLLX_TIMEOUT=${TO:-60} timeout 300 /work/main/test/run_preloaded.sh \
+    /tmp/dbgsrc/b/lib/pmpi/libcollx_mpi.so 5 \
+    /tmp/dbgsrc/b/test/pmpi_random $2 300 > r.log 2>&1 &
+  job=$!
+  dumped=0
+  while kill -0 $job 2>/dev/null; do
+    sleep 0.5
+    if [ $dumped = 0 ] && [ $(echo "$(date +%s.%N) - $t0 > 12" | bc) = 1 ]; then
+      dumped=1; mkdir -p keep4/run$i
+      for k in 1 2 3; do cat /sys/kernel/debug/sched/debug > keep4/run$i/sched-debug.$k.txt; sleep 0.3; done
+      for p in $(pgrep -x pmpi_random); do
+        for t in /proc/$p/task/*; do echo "$(basename $t) $(cat $t/comm) $(cut -d' ' -f3 $t/stat) $(cat $t/wchan)"; done > keep4/run$i/tasks.$p.txt
+        timeout 60 gdb -p $p -batch -ex "thread apply all bt" > keep4/run$i/gdb.$p.txt 2>&1
+      done
+    fi
+  done
+  wait $job; rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  echo 0 > $T/tracing_on
+  if [ $rc -ne 0 ] || [ $dumped = 1 ] || grep -q "FTRACE stopped" /tmp/ct/* ; then
+    mkdir -p keep4/run$i; cp r.log keep4/run$i/; cp /tmp/ct/* keep4/run$i/
+    if grep -q "FTRACE stopped" /tmp/ct/*; then cat $T/trace | xz -1 > keep4/run$i/ftrace.xz; cp $T/saved_tgids keep4/run$i/; fi
+  fi
+  echo "run $i rc=$rc $dt s $(grep -l 'FTRACE stopped' /tmp/ct/* 2>/dev/null | wc -l) dumped=$dumped"
+done
+[ -n "${hog:-}" ] && kill $hog
