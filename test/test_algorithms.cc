@@ -966,13 +966,12 @@ TEST_CASE("non-blocking: a thread waiting for the worker runs its progress once 
       delete o.req;
     }
   });
-  // Rank 0 waited about 200 ms for rank 1 (longer on a loaded machine): at most one call per
-  // period of it.
+  // Rank 0 waited about 200 ms for rank 1 (less if its own thread was held up, more on a
+  // loaded machine): at most one call per period of it, and some call in a long wait.
   INFO("waited " << waited << " s, " << g_progress_calls.load() << " progress calls");
-  CHECK(waited >= 0.15);
-  CHECK(g_progress_calls.load() >= 1);
   const double periods = waited / std::chrono::duration<double>(period).count();
   CHECK(g_progress_calls.load() <= static_cast<int>(periods) + 2);
+  if (periods >= 3) CHECK(g_progress_calls.load() >= 1);
 }
 
 TEST_CASE("non-blocking: collx_test's nudge starts a deferred operation on the worker") {
