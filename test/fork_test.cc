@@ -3,9 +3,10 @@
 // the fault harness does) make a communicator over UCX, post a collx_iallreduce, and each
 // forks a child while it is pending. In each child:
 //   - none of the parent's node segments is mapped (MADV_DONTFORK);
-//   - every call on the parent's communicator or request is COLLX_ERR_INVALID_ARG with a
-//     message that names the fork: collx_allreduce, collx_iallreduce, collx_comm_rank,
-//     collx_comm_algorithm, collx_comm_destroy, collx_test, collx_wait;
+//   - every call on the parent's communicator or requests (the pending one, and a small one
+//     that had completed before the fork) is COLLX_ERR_INVALID_ARG with a message that names
+//     the fork: collx_allreduce, collx_iallreduce, collx_comm_rank, collx_comm_algorithm,
+//     collx_comm_destroy, collx_test, collx_wait;
 //   - collx_finalize and collx_comm_create are COLLX_ERR_NOT_INITIALIZED (the child has no
 //     collx_init of its own yet), saying that a forked child does not inherit it;
 //   - after collx_init, the two children make a communicator of their own and allreduce on it
@@ -93,7 +94,8 @@ int mapped_segments() {
 
 // In the child of rank `rank`: the parent's communicator and request are not usable here;
 // then a libcollx of its own, with the other rank's child over `children`.
-void child(collx_comm_t parents, collx_request_t pending, Board* children, int rank) {
+void child(collx_comm_t parents, collx_request_t pending, collx_request_t done, Board* children,
+           int rank) {
   expect(mapped_segments() == 0, "child: none of the parent's node segments is mapped here");
   int32_t x = 1, y = 0;
   const char* forked = "before this process was forked";
@@ -115,6 +117,13 @@ void child(collx_comm_t parents, collx_request_t pending, Board* children, int r
   expect(copy == pending, "child: the parent's request is left as it was");
   expect_error(collx_wait(&copy), COLLX_ERR_INVALID_ARG, forked,
                "child: collx_wait of the parent's pending request");
+  // One that had completed before the fork (not yet tested there) is the parent's too.
+  copy = done;
+  expect_error(collx_test(&copy), COLLX_ERR_INVALID_ARG, forked,
+               "child: collx_test of the parent's completed request");
+  expect(copy == done, "child: the parent's completed request is left as it was");
+  expect_error(collx_wait(&copy), COLLX_ERR_INVALID_ARG, forked,
+               "child: collx_wait of the parent's completed request");
   const char* not_inherited = "a forked child does not inherit";
   expect_error(collx_finalize(), COLLX_ERR_NOT_INITIALIZED, not_inherited,
                "child: collx_finalize before its own collx_init");
@@ -148,6 +157,14 @@ int run_rank(Board* board, Board* children, int rank) {
     std::printf("rank %d: collx_comm_create: %s\n", rank, collx_last_error());
     return 2;
   }
+  // A small one, deferred: the worker runs it within two watch periods (2 ms) of its post.
+  int32_t small_in = rank + 1, small_out = 0;
+  collx_request_t done = nullptr;
+  if (collx_iallreduce(&small_in, &small_out, 1, COLLX_INT32, COLLX_SUM, comm, &done) !=
+      COLLX_SUCCESS) {
+    return 2;
+  }
+  usleep(100000);  // done by now (the child's checks do not depend on it)
   std::vector<int32_t> in(kLarge, rank + 1), out(kLarge, 0);
   collx_request_t pending = nullptr;
   if (collx_iallreduce(in.data(), out.data(), kLarge, COLLX_INT32, COLLX_SUM, comm, &pending) !=
@@ -159,7 +176,7 @@ int run_rank(Board* board, Board* children, int rank) {
   std::fflush(stdout);
   const pid_t pid = fork();
   if (pid == 0) {
-    child(comm, pending, children, rank);
+    child(comm, pending, done, children, rank);
     std::fflush(stdout);
     std::_Exit(0);
   }
@@ -167,6 +184,8 @@ int run_rank(Board* board, Board* children, int rank) {
 
   expect(collx_wait(&pending) == COLLX_SUCCESS && pending == nullptr,
          "parent: the request pending at the fork completes");
+  expect(collx_test(&done) == COLLX_SUCCESS && done == nullptr && small_out == 3,
+         "parent: the request completed before the fork is exact");
   bool exact = true;
   for (size_t i = 0; i < kLarge; ++i) exact = exact && out[i] == 3;
   expect(exact, "parent: the request pending at the fork is exact");

@@ -72,8 +72,10 @@ Status with_live_comm(collx_comm_t handle, const char* fn, F&& use) {
   return use(*c);
 }
 
-// In a forked child, a request the parent started and had not completed at the fork: the
-// parent's to complete (testing it here would take part in the parent's collective).
+// In a forked child, a request the parent started: the parent's to complete (testing it here
+// would take part in the parent's collective), whether or not it had completed at the fork
+// (which a test cannot tell apart: a caller's request is the parent's either way). Reads
+// r->comm only as a key (kept after completion; the communicator may be gone).
 Status check_not_inherited(const collx::Request* r, const char* fn) {
   if (!collx::Context::forked_child()) return Status();
   std::lock_guard<std::mutex> g(g_comms_mu);
@@ -352,9 +354,9 @@ collx_status_t collx_test(collx_request_t* request) {
       return report(error(COLLX_ERR_INVALID_ARG, "collx_test: request is NULL"));
     }
     auto* r = reinterpret_cast<collx::Request*>(*request);
+    const Status inherited = check_not_inherited(r, "collx_test");
+    if (!inherited.ok()) return report(inherited);
     if (!r->done.load(std::memory_order_acquire)) {
-      const Status inherited = check_not_inherited(r, "collx_test");
-      if (!inherited.ok()) return report(inherited);
       // Runs it here once every rank has started it, or starts it later.
       const bool yield = Comm::nudge(r);
       if (!r->done.load(std::memory_order_acquire)) {
@@ -378,10 +380,8 @@ collx_status_t collx_wait(collx_request_t* request) {
       return report(error(COLLX_ERR_INVALID_ARG, "collx_wait: request is NULL"));
     }
     auto* r = reinterpret_cast<collx::Request*>(*request);
-    if (!r->done.load(std::memory_order_acquire)) {
-      const Status inherited = check_not_inherited(r, "collx_wait");
-      if (!inherited.ok()) return report(inherited);
-    }
+    const Status inherited = check_not_inherited(r, "collx_wait");
+    if (!inherited.ok()) return report(inherited);
     // Runs the operation on this thread if it has not started; each is bounded by its deadline.
     collx::Comm::wait(r);
     return collx_test(request);
