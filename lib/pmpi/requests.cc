@@ -7,6 +7,7 @@
 // MPICH completes them through callbacks: MPI_Waitall calls wait_fn (collx_wait, or MPI_Wait
 // on `inner`: the operation may run on the waiting thread); MPI_Test*, MPI_Waitany and
 // MPI_Waitsome call poll_fn (collx_test or MPI_Test, which wait for no rank to call in).
+// Both run MPI's progress while libcollx waits (MpiProgress).
 // MPICH's MPI_Wait would only poll, and its MPI_Request_get_status would not even poll, so
 // collx_mpi.cc intercepts both and calls advance_if_ours first.
 #include <cstdio>
@@ -148,6 +149,8 @@ int cancel_fn(void*, int) { return MPI_SUCCESS; }  // (cancelling a collective i
 
 int poll_fn(void* state, MPI_Status*) {
   auto* p = static_cast<Pending*>(state);
+  // (a test may run a due operation on this thread, waiting for its peers meanwhile)
+  const MpiProgress progress;
   if (!p->ended() && advance(p, false)) complete(p, kByPoll);
   return MPI_SUCCESS;
 }
