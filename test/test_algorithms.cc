@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "algo/algo.h"
 #include "algo/rank_math.h"
 #include "topo/node.h"
+#include "topo/topo.h"
 #include "collx/collx.h"
 #include "common/inproc.h"
 #include "common/pattern.h"
@@ -907,9 +909,10 @@ TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks t
   CHECK(watch_period_for(3, 0) == kWatch);  // CPUs not known
   CHECK(watch_period_for(3, -1) == kWatch);
   CHECK(kCrowdedWatch == std::chrono::milliseconds(10));
-  // Communicators take it at creation, from their node's ranks and this machine's CPUs.
-  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  // Communicators take it at creation, from their node's ranks and the CPUs they can run on.
+  const int cpus = usable_cpus();
   REQUIRE(cpus >= 1);
+  REQUIRE(cpus <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   const int p = cpus + 1;
   run_ranks(p, {deferred_config()}, [&](int, std::vector<Comm*>& comms) {
     TCHECK(comms[0]->watch_period() == kCrowdedWatch);  // one node
@@ -919,6 +922,44 @@ TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks t
   run_ranks(p, {deferred_config()}, [&](int, std::vector<Comm*>& comms) {
     TCHECK(comms[0]->watch_period() == kWatch);
   }, true, nodes);
+}
+
+TEST_CASE("usable CPUs: online, within the control group's CPU set") {
+  CHECK(count_cpu_list("0-3,8,10-11\n") == 7);
+  CHECK(count_cpu_list("5") == 1);
+  CHECK(count_cpu_list("") == 0);
+  CHECK(count_cpu_list("3-1") == 0);
+  CHECK(count_cpu_list("0-3,x") == 0);
+  // A made-up /sys/fs/cgroup: the process's group is /job/step, as /proc/self/cgroup names it.
+  char made[] = "/tmp/collx-cgroup-XXXXXX";
+  REQUIRE(mkdtemp(made) != nullptr);
+  const std::filesystem::path top(made);
+  const auto put = [&](const std::string& file, const std::string& text) {
+    std::filesystem::create_directories((top / file).parent_path());
+    std::ofstream(top / file) << text;
+  };
+  const std::string v2 = "0::/job/step\n";
+  CHECK(usable_cpus(64, made, v2) == 64);  // no such files: the online CPUs
+  CHECK(usable_cpus(0, made, v2) == 0);    // not known
+  put("job/cpuset.cpus.effective", "0-7\n");  // the step's own is missing: its parent's
+  CHECK(usable_cpus(64, made, v2) == 8);
+  put("job/step/cpuset.cpus.effective", "2-5\n");
+  CHECK(usable_cpus(64, made, v2) == 4);
+  CHECK(usable_cpus(0, made, v2) == 4);
+  CHECK(usable_cpus(2, made, v2) == 2);  // never more than the online CPUs
+  put("job/step/cpu.max", "100000 100000\n");  // a quota of 1 CPU does not count
+  CHECK(usable_cpus(64, made, v2) == 4);
+  CHECK(usable_cpus(64, made, "0::/\n") == 64);  // the top has no file
+  // Version 1: a tree per controller; inside a container the host's path is missing, and the
+  // container's own group is the top.
+  const std::string v1 = "5:cpuset:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n";
+  put("cpuset/cpuset.effective_cpus", "0-5\n");
+  CHECK(usable_cpus(64, made, v1) == 6);
+  put("cpuset/docker/abc/cpuset.effective_cpus", "0,1,3\n");
+  CHECK(usable_cpus(64, made, v1) == 3);
+  CHECK(usable_cpus(64, made, "garbage\n\n") == 64);
+  CHECK(usable_cpus(64, made, "0::job/step\n") == 64);  // no leading slash: the top only
+  std::filesystem::remove_all(top);
 }
 
 namespace {

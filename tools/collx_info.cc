@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
   if (!t.error.empty()) {
     std::printf("topology:    %s\n", t.error.c_str());
   } else {
-    std::printf("topology:    %d cores, %d hardware threads, %d NUMA node(s), %d GPU(s)\n",
-                t.cores, t.pus, t.numa_nodes, t.gpus);
+    std::printf("topology:    %d cores, %d hardware threads, %d NUMA node(s), %d GPU(s); "
+                "%d CPUs to run on (online, within the control group's CPU set)\n",
+                t.cores, t.pus, t.numa_nodes, t.gpus, collx::usable_cpus());
   }
   const collx::CpuMaker cpu = collx::cpu_maker();
   std::printf("CPU:         %s (the defaults within a node differ by maker); reduction "

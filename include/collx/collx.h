@@ -198,13 +198,14 @@ COLLX_API collx_status_t collx_allreduce_stream(const void* sendbuf, void* recvb
  * calling thread; collx_test runs it on the calling thread once every rank has started it,
  * else the communicator's thread starts it 250 us after the first test; and if neither is
  * called, the communicator's thread starts it within about 2 ms (20 ms where the node has more
- * ranks than online CPUs), so it completes even if this rank never calls in. A larger one is
- * run by a test too, if the test polls (comes within 20 us of the previous test of the
- * request) and the communicator's thread has not started it: tests further apart, between
- * pieces of the caller's work, leave it to that thread. The communicator's thread (named
- * collx-worker) runs under SCHED_BATCH: it takes a free core, but never preempts a running
- * thread; where every core is busy it runs when a thread sleeps or its time slice ends (later
- * than the times above, then). Buffers must stay untouched until the request completes.
+ * ranks than CPUs to run on: online, within the control group's CPU set), so it completes
+ * even if this rank never calls in. A larger one is run by a test too, if the test polls
+ * (comes within 20 us of the previous test of the request) and the communicator's thread has
+ * not started it: tests further apart, between pieces of the caller's work, leave it to that
+ * thread. The communicator's thread (named collx-worker) runs under SCHED_BATCH: it takes a
+ * free core, but never preempts a running thread; where every core is busy it runs when a
+ * thread sleeps or its time slice ends (later than the times above, then). Buffers must stay
+ * untouched until the request completes.
  * Device buffers are reduced as in collx_allreduce. */
 COLLX_API collx_status_t collx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                           collx_dtype_t dtype, collx_op_t op, collx_comm_t comm,

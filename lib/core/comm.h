@@ -57,7 +57,8 @@ inline constexpr std::chrono::microseconds kTestGrace{250};
 
 // The worker's watch period (Comm::worker_main), also how often a thread that sleeps until the
 // worker's operation ends wakes to run its progress hook (Comm::help): kWatch where the node's
-// ranks are at most its online CPUs, kCrowdedWatch where they outnumber them. There a deferred
+// ranks are at most the CPUs they can run on (usable_cpus in topo/topo.h: online, within the
+// control group's CPU set), kCrowdedWatch where they outnumber them. There a deferred
 // operation started early has no core of its own anyway, and every rank's worker waking each
 // millisecond slowed the ranks down: random preload programs (mostly 3 - 4 ranks on 2 CPUs)
 // took 31% less time with 10 ms ("The worker's watch period with more ranks than CPUs" in

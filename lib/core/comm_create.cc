@@ -41,10 +41,7 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 
 void Comm::take_place(const NodeLayout& l) {
   node_ = collx_comm_node_t{l.node_index, l.nodes, l.local_rank, static_cast<int>(l.local.size())};
-  // The node's online CPUs, not this process's affinity: ranks bound to a core each would look
-  // crowded. (So a job confined to fewer CPUs by a cpuset or a CPU quota is not seen as such.)
-  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));  // -1: not known
-  ops_->watch = watch_period_for(node_.local_size, cpus);
+  ops_->watch = watch_period_for(node_.local_size, usable_cpus());
 }
 
 // How far a rank's creation got, for one that fails where its peers cannot tell (a local

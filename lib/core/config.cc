@@ -50,8 +50,9 @@ const ConfigRow kRows[] = {
      "deferred: it runs on the thread that waits for it (no thread hand-over, which costs "
      "more than it takes), on a testing thread once every rank has started it, or on the "
      "communicator's thread 250 us after collx_test is first called for it or within about "
-     "2 ms at the latest (20 ms where the node has more ranks than online CPUs: the thread "
-     "then wakes every 10 ms instead of every 1 ms). 0: no operation is deferred."},
+     "2 ms at the latest (20 ms where the node has more ranks than CPUs to run on, those "
+     "online within the control group's CPU set: the thread then wakes every 10 ms instead "
+     "of every 1 ms). 0: no operation is deferred."},
     {"COLLX_CHECK", "bool", "0",
      "1: before each collective the ranks agree on count, dtype, op, in-place and the kind of "
      "memory (host or CUDA device; one small "

@@ -1,8 +1,13 @@
 #include "topo/topo.h"
 
 #include <hwloc.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -47,6 +52,89 @@ CpuMaker cpu_maker() {
   if (std::strcmp(vendor, "GenuineIntel") == 0) return CpuMaker::kIntel;
 #endif
   return CpuMaker::kOther;
+}
+
+namespace {
+
+bool read_text(const std::string& path, std::string* text) {
+  std::ifstream f(path);
+  if (!f) return false;
+  std::ostringstream all;
+  all << f.rdbuf();
+  *text = all.str();
+  return true;
+}
+
+// Calls f(folder) for the group `path` under `top`, then for each of its ancestors up to `top`
+// itself, until f returns true.
+template <typename F>
+void up_from(const std::string& top, std::string path, F&& f) {
+  while (!f(top + path)) {
+    if (path.empty()) return;
+    const size_t slash = path.find_last_of('/');  // "/a/b" -> "/a" -> ""
+    path.erase(slash == std::string::npos ? 0 : slash);
+  }
+}
+
+}  // namespace
+
+int count_cpu_list(const std::string& list) {
+  std::istringstream items(list);
+  int n = 0;
+  for (std::string item; std::getline(items, item, ',');) {
+    unsigned first = 0, last = 0;
+    char end = 0;
+    if (std::sscanf(item.c_str(), "%u-%u %c", &first, &last, &end) == 2 && first <= last) {
+      n += static_cast<int>(last - first + 1);
+    } else if (std::sscanf(item.c_str(), "%u %c", &first, &end) == 1) {
+      ++n;
+    } else {
+      return 0;
+    }
+  }
+  return n;
+}
+
+int usable_cpus(int online, const std::string& groups, const std::string& proc_cgroup) {
+  int cpus = std::max(online, 0);
+  // The nearest group's CPU set (the kernel's effective one already reflects the ancestors').
+  const auto set_in = [&](const std::string& top, const std::string& path, const char* file) {
+    up_from(top, path, [&](const std::string& folder) {
+      std::string text;
+      if (!read_text(folder + "/" + file, &text)) return false;
+      const int n = count_cpu_list(text);
+      if (n > 0 && (cpus == 0 || n < cpus)) cpus = n;
+      return true;
+    });
+  };
+  std::istringstream lines(proc_cgroup);
+  for (std::string line; std::getline(lines, line);) {  // "id:controllers:path"
+    const size_t a = line.find(':');
+    const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string path = line.substr(b + 1);
+    if (path.rfind('/', 0) != 0 || path == "/") path.clear();  // the top (or not a path)
+    if (controllers.empty()) {  // v2: every controller in one tree
+      set_in(groups, path, "cpuset.cpus.effective");
+      continue;
+    }
+    std::istringstream names(controllers);  // v1: a tree per controller (or per few)
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name == "cpuset") set_in(groups + "/cpuset", path, "cpuset.effective_cpus");
+    }
+  }
+  return cpus;
+}
+
+int usable_cpus() {
+  static const int cpus = [] {
+    std::string proc_cgroup;
+    (void)read_text("/proc/self/cgroup", &proc_cgroup);
+    return usable_cpus(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), "/sys/fs/cgroup",
+                       proc_cgroup);
+  }();
+  return cpus;
 }
 
 const char* cpu_maker_name(CpuMaker m) {

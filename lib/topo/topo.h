@@ -23,4 +23,23 @@ enum class CpuMaker : uint8_t { kOther, kAmd, kIntel };
 CpuMaker cpu_maker();
 const char* cpu_maker_name(CpuMaker m);  // "AMD", "Intel", "other"
 
+// The CPUs this node's ranks can run on, to tell whether they outnumber them: the online CPUs,
+// fewer where the process's control group confines it to a set of CPUs (cgroup v2
+// cpuset.cpus.effective, v1 cpuset.effective_cpus), as batch systems and containers do. Not
+// the process's affinity: ranks bound to a core each would look crowded. Not a CPU quota
+// either: it caps CPU time, not how many threads run at once (2 ranks under a quota of 1 CPU
+// of 2 ran slower as if crowded: docs/PERFORMANCE.md, "The worker's watch period with more
+// ranks than CPUs"). Read once per process; 0: not known.
+int usable_cpus();
+
+// The same from its inputs: the online CPUs (<= 0: not known), the folder that holds the
+// control groups (v2 at its top, v1 in a folder per controller, as /sys/fs/cgroup does) and
+// the text of /proc/self/cgroup. A group's file that is missing is read from its nearest
+// ancestor that has it (inside a container the process's path is the host's, and the
+// container's own group is the top).
+int usable_cpus(int online, const std::string& groups, const std::string& proc_cgroup);
+
+// The number of CPUs in a list such as "0-3,8,10-11"; 0 if it is malformed.
+int count_cpu_list(const std::string& list);
+
 }  // namespace collx
