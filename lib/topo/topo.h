@@ -26,10 +26,11 @@ const char* cpu_maker_name(CpuMaker m);  // "AMD", "Intel", "other"
 // The CPUs this node's ranks can run on, to tell whether they outnumber them: the online CPUs,
 // fewer where the process's control group confines it to a set of CPUs (cgroup v2
 // cpuset.cpus.effective, v1 cpuset.effective_cpus), as batch systems and containers do. Not
-// the process's affinity: ranks bound to a core each would look crowded. Not a CPU quota
-// either: it caps CPU time, not how many threads run at once (2 ranks under a quota of 1 CPU
-// of 2 ran slower as if crowded: docs/PERFORMANCE.md, "The worker's watch period with more
-// ranks than CPUs"). Read once per process; 0: not known.
+// the process's affinity: ranks bound to a core each would look crowded (as they would where a
+// launcher gave each rank a CPU set of its own; a batch system's set is usually a whole job's
+// or step's). Not a CPU quota either: it caps CPU time, not how many threads run at once (2
+// ranks under a quota of 1 CPU of 2 ran slower as if crowded: docs/PERFORMANCE.md, "The CPUs
+// counted"). Read once per process; 0: not known.
 int usable_cpus();
 
 // The same from its inputs: the online CPUs (<= 0: not known), the folder that holds the
