@@ -924,6 +924,17 @@ TEST_CASE("non-blocking: the watch period is 10 ms where a node has more ranks t
   }, true, nodes);
 }
 
+TEST_CASE("non-blocking: a communicator of some of a node's processes counts them all") {
+  // (A fresh counter: the process's own, node_processes(), is the real communicators'.)
+  NodeProcesses seen;
+  CHECK(seen.note({7, 7, 7}) == 1);  // ranks that are threads of one process
+  CHECK(seen.note({5, 6, 7}) == 3);
+  CHECK(seen.note({6, 5}) == 3);  // two of those three: the node has three
+  CHECK(seen.note({}) == 3);
+  CHECK(seen.note({1, 2, 3, 4, 4}) == 4);
+  CHECK(&node_processes() == &node_processes());
+}
+
 TEST_CASE("usable CPUs: online, within the control group's CPU set") {
   CHECK(count_cpu_list("0-3,8,10-11\n") == 7);
   CHECK(count_cpu_list("5") == 1);

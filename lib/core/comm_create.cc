@@ -39,9 +39,9 @@ const volatile uint64_t g_cma_probe = kBootMagic;
 
 }  // namespace
 
-void Comm::take_place(const NodeLayout& l) {
+void Comm::take_place(const NodeLayout& l, int node_processes) {
   node_ = collx_comm_node_t{l.node_index, l.nodes, l.local_rank, static_cast<int>(l.local.size())};
-  ops_->watch = watch_period_for(node_.local_size, usable_cpus());
+  ops_->watch = watch_period_for(std::max(node_.local_size, node_processes), usable_cpus());
 }
 
 // How far a rank's creation got, for one that fails where its peers cannot tell (a local
@@ -140,7 +140,7 @@ Status Comm::create(std::unique_ptr<Transport> transport, const Config& config, 
   if (hierarchical) COLLX_TRY(make_across_selection(config, layout.nodes, &across));
   Comm* c = new Comm(std::move(transport), config, std::move(sel));
   c->across_table_ = std::move(across);
-  c->take_place(layout);
+  c->take_place(layout, 0);  // (the ranks are threads of this process)
   if (hierarchical) c->set_nodes(layout, shared);
   if (one_node) {
     // Threads of this process: "peer memory" is this process's own (pid 0).
@@ -323,7 +323,9 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
     rounds->holds_id = false;  // ~Comm releases it
     ctx->live_comms.fetch_add(1);
     c->across_table_ = std::move(across);
-    c->take_place(layout);
+    std::vector<int64_t> local_pids;
+    for (const int q : layout.local) local_pids.push_back(all[static_cast<size_t>(q)].pid);
+    c->take_place(layout, node_processes().note(std::move(local_pids)));
     c->segment_ = std::move(created);
     // The scratch space of the creation's own small allreduces (setup_shm), taken here: a
     // rank without it fails in the status round below, not in an allreduce its peers wait in.

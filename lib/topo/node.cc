@@ -76,6 +76,20 @@ uint64_t node_id(const std::string& override_name) {
   return fnv1a(name.data(), name.size());
 }
 
+int NodeProcesses::note(std::vector<int64_t> pids) {
+  std::sort(pids.begin(), pids.end());
+  const auto n = static_cast<int>(std::unique(pids.begin(), pids.end()) - pids.begin());
+  int most = most_.load(std::memory_order_relaxed);
+  while (most < n && !most_.compare_exchange_weak(most, n, std::memory_order_relaxed)) {
+  }
+  return std::max(most, n);
+}
+
+NodeProcesses& node_processes() {
+  static NodeProcesses the;
+  return the;
+}
+
 bool cma_readable(int64_t pid, uint64_t address, uint64_t expect) {
   uint64_t value = 0;
   iovec local{&value, sizeof value};

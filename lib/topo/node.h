@@ -4,6 +4,7 @@
 // replaces it (tests pretend ranks live on different nodes).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,6 +51,20 @@ struct NodeLayout {
   std::vector<Group> groups;  // this rank's blocks, ascending (none if local_rank >= blocks)
 };
 NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank, int max_groups = 1 << 16);
+
+// The most processes of this node that one communicator of this process has had: a
+// communicator of some of a node's ranks shares the node's CPUs with the others (its watch
+// period is the node's: Comm::take_place). One per process (node_processes()).
+class NodeProcesses {
+ public:
+  // Notes a communicator whose ranks on this node run in processes `pids` (ranks that are
+  // threads of one process repeat its pid); returns the most so far, this one's included.
+  int note(std::vector<int64_t> pids);
+
+ private:
+  std::atomic<int> most_{0};
+};
+NodeProcesses& node_processes();
 
 // Whether process `pid` can be read with process_vm_readv: reads 8 bytes at `address` and
 // compares them with `expect`.
