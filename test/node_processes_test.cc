@@ -1,9 +1,10 @@
-// A communicator of some of a node's processes takes the node's watch period: p forked ranks
-// (bootstrapped through Boards, no MPI) make a communicator of all of them, then ranks 0 and
-// 1 one of their own; both communicators' worker watch periods must be the node's,
-// watch_period_for(p, usable_cpus()). p is one more than the CPUs the ranks can run on (at
-// most kMaxRanks), so where that is 2 or more CPUs (CI's machine) the two-rank communicator
-// alone would have the uncrowded period: the check tells the node's count from its own.
+// A communicator counts every process of its machine that its process has seen for its watch
+// period: p forked ranks (bootstrapped through Boards, no MPI) make a communicator of all of
+// them on two pretended nodes (COLLX_NODE: ranks 0 and 1 on one, the others on the other),
+// then ranks 0 and 1 one of their own; both communicators' worker watch periods must be the
+// machine's, watch_period_for(p, usable_cpus()). p is one more than the CPUs the ranks can run
+// on (at most kMaxRanks), so where that is 2 or more CPUs (CI's machine) ranks 0 and 1 would
+// have the uncrowded period in both if a communicator counted its node's ranks (2) instead.
 // Both communicators allreduce once (exact results), so that they are really made.
 //
 // Usage: node_processes_test   Prints each rank's "N passed, N failed"; exit status 1 on any
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <vector>
 
@@ -39,6 +41,7 @@ bool sum_is_exact(collx_comm_t comm, int members) {
 }
 
 int run_rank(Board* all, Board* pair, int rank, int p) {
+  setenv("COLLX_NODE", rank < 2 ? "first" : "second", 1);
   expect(collx_init() == COLLX_SUCCESS, rank, "collx_init");
   Group g{all, rank, p};
   collx_comm_params_t params{rank, p, board_allgather, &g};
@@ -48,7 +51,7 @@ int run_rank(Board* all, Board* pair, int rank, int p) {
   if (world != nullptr) {
     expect(sum_is_exact(world, p), rank, "an allreduce on all, exact");
     expect(reinterpret_cast<collx::Comm*>(world)->watch_period() == node, rank,
-           "the communicator of all has the node's watch period");
+           "the communicator of all has the machine's watch period");
   }
   if (rank < 2) {
     Group two{pair, rank, 2};
@@ -59,7 +62,7 @@ int run_rank(Board* all, Board* pair, int rank, int p) {
     if (sub != nullptr) {
       expect(sum_is_exact(sub, 2), rank, "an allreduce on ranks 0 and 1, exact");
       expect(reinterpret_cast<collx::Comm*>(sub)->watch_period() == node, rank,
-             "the communicator of ranks 0 and 1 has the node's watch period");
+             "the communicator of ranks 0 and 1 has the machine's watch period");
       expect(collx_comm_destroy(sub) == COLLX_SUCCESS, rank, "collx_comm_destroy (pair)");
     }
   }

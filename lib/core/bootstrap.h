@@ -38,7 +38,9 @@ struct BootHeader {
   // 0, or the status of the sender's collx_comm_create, which failed before round 1 (bad
   // configuration, no collx_init) and joined it only to stop its peers too.
   int32_t failed;
-  uint32_t reserved;  // 0
+  // The low 32 bits of node_id("") (the machine, whatever COLLX_NODE pretends): the processes
+  // of one machine share its CPUs (NodeProcesses).
+  uint32_t machine;
   SharedSettings settings;
 };
 

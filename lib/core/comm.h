@@ -57,9 +57,9 @@ inline constexpr std::chrono::microseconds kTestGrace{250};
 
 // The worker's watch period (Comm::worker_main), also how often a thread that sleeps until the
 // worker's operation ends wakes to run its progress hook (Comm::help): kWatch where the node's
-// ranks (the communicator's there, or more: NodeProcesses in topo/node.h) are at most the CPUs
-// they can run on (usable_cpus in topo/topo.h: online, within the control group's CPU set),
-// kCrowdedWatch where they outnumber them. There a deferred operation started early has no
+// ranks (the communicator's there, or its machine's: NodeProcesses in topo/node.h) are at most
+// the CPUs they can run on (usable_cpus in topo/topo.h: online, within the control group's CPU
+// set), kCrowdedWatch where they outnumber them. There a deferred operation started early has no
 // core of its own anyway, and every rank's worker waking each millisecond slowed the ranks
 // down: random preload programs (mostly 3 - 4 ranks on 2 CPUs) took 31% less time with 10 ms
 // ("The worker's watch period with more ranks than CPUs" in docs/PERFORMANCE.md). `cpus` <= 0:
@@ -288,8 +288,8 @@ class Comm {
   // The hierarchical allreduce's node channel over `shared` (this node's memory) and groups;
   // across_table_ (made at creation: make_across_selection) picks their step between nodes.
   void set_nodes(const NodeLayout& layout, void* shared);
-  // This rank's place in `layout` (node_), and the worker's watch period for its node, which
-  // has at least `node_processes` ranks (the most this process has seen there).
+  // This rank's place in `layout` (node_), and the worker's watch period for its node, whose
+  // machine has at least `node_processes` ranks (the most this process has seen there).
   void take_place(const NodeLayout& layout, int node_processes);
   void worker_main();
   // Where the ranks can tell each other (shm_ or announce_): this rank runs operations up to

@@ -200,7 +200,7 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
                   reinterpret_cast<uint64_t>(&g_cma_probe),
                   ctx->next_creation(),
                   0,
-                  0,
+                  static_cast<uint32_t>(config.node.empty() ? my_node : node_id("")),
                   shared_settings(config)};
   BootAgreement agreed;
   bool cma_ok = true, one_node = true, hierarchical = false, use_shm = false;
@@ -323,9 +323,11 @@ Status Comm::create(const collx_comm_params_t& p, Comm** out, Admit admit,
     rounds->holds_id = false;  // ~Comm releases it
     ctx->live_comms.fetch_add(1);
     c->across_table_ = std::move(across);
-    std::vector<int64_t> local_pids;
-    for (const int q : layout.local) local_pids.push_back(all[static_cast<size_t>(q)].pid);
-    c->take_place(layout, node_processes().note(std::move(local_pids)));
+    std::vector<int64_t> machine_pids;
+    for (const BootHeader& h : all) {
+      if (h.machine == mine.machine) machine_pids.push_back(h.pid);
+    }
+    c->take_place(layout, node_processes().note(std::move(machine_pids)));
     c->segment_ = std::move(created);
     // The scratch space of the creation's own small allreduces (setup_shm), taken here: a
     // rank without it fails in the status round below, not in an allreduce its peers wait in.

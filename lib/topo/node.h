@@ -52,12 +52,13 @@ struct NodeLayout {
 };
 NodeLayout node_layout(const std::vector<uint64_t>& node_of, int rank, int max_groups = 1 << 16);
 
-// The most processes of this node that one communicator of this process has had: a
-// communicator of some of a node's ranks shares the node's CPUs with the others (its watch
-// period is the node's: Comm::take_place). One per process (node_processes()).
+// The most processes of this machine that one communicator of this process has had: a
+// communicator of some of a machine's ranks, or of a node that COLLX_NODE pretends on it,
+// shares the machine's CPUs with the others (its watch period counts them all:
+// Comm::take_place). One per process (node_processes()).
 class NodeProcesses {
  public:
-  // Notes a communicator whose ranks on this node run in processes `pids` (ranks that are
+  // Notes a communicator whose ranks on this machine run in processes `pids` (ranks that are
   // threads of one process repeat its pid); returns the most so far, this one's included.
   int note(std::vector<int64_t> pids);
 
