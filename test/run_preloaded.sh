@@ -21,6 +21,9 @@
 # and exactly that many by MPI (their communicator freed).
 # If EXPECT_ALGO is set, the run profiles (COLLX_PROFILE=1) and some
 # communicator's profile must name that algorithm.
+# Where MPI_Init counted rank 0's machine's processes (every run on one machine), every
+# libcollx communicator made must have been crowded (its threads waking every 10 ms) if they
+# outnumber its CPUs, and none otherwise.
 set -uo pipefail
 lib=$1 n=$2
 shift 2
@@ -47,6 +50,8 @@ mpi_starts=$(sum 's/.* persistent requests started (all ranks): [0-9]* by libcol
 host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
 unusable_line=$(grep -m1 '^libcollx_mpi: calls on a communicator of ' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
+machine=$(sed -n "s/^libcollx_mpi: rank 0's machine: \([0-9]*\) processes .*, \([0-9]*\) CPUs.*/\1 \2/p" "$log")
+made=$(sed -n 's/^libcollx_mpi: libcollx communicators made (all ranks): \([0-9]*\), \([0-9]*\) of.*/\1 \2/p' "$log")
 off_line=$(grep -m1 '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas (then hierarchical's
 # between nodes, in parentheses, which are not the row's)
@@ -89,6 +94,17 @@ if [ -n "${EXPECT_UNUSABLE_SAYS:-}" ]; then
 elif [ -n "$unusable" ]; then
   echo "$unusable calls passed through because a communicator was unusable" >&2
   exit 1
+fi
+if [ -n "$machine" ]; then
+  read -r processes cpus <<< "$machine"
+  read -r made crowded <<< "$made"
+  want=0
+  [ "$processes" -gt "$cpus" ] && want=$made
+  if [ "$crowded" -ne "$want" ]; then
+    echo "$crowded of $made libcollx communicators crowded; expected $want ($processes" \
+      "processes on the machine, $cpus CPUs)" >&2
+    exit 1
+  fi
 fi
 if [ "$failed" -ne "${EXPECT_FAILED:-0}" ]; then
   echo "$failed served calls failed; expected ${EXPECT_FAILED:-0}" >&2

@@ -932,6 +932,9 @@ TEST_CASE("non-blocking: a communicator of some of a node's processes counts the
   CHECK(seen.note({6, 5}) == 3);  // two of those three: the node has three
   CHECK(seen.note({}) == 3);
   CHECK(seen.note({1, 2, 3, 4, 4}) == 4);
+  CHECK(seen.note_processes(6) == 6);  // the preload's count of MPI_COMM_WORLD's at MPI_Init
+  CHECK(seen.note({1, 2}) == 6);
+  CHECK(seen.note_processes(2) == 6);
   CHECK(&node_processes() == &node_processes());
 }
 

@@ -139,7 +139,10 @@ const ConfigRow kRows[] = {
      "MPI_Iallreduce, MPI_Allreduce_init and their _c twins) calls libcollx served (and how "
      "many of those failed) and how many it passed through, per reason (and how many of those "
      "went through host copies), in which completion calls the served MPI_Iallreduce and "
-     "persistent operations ended, and how many persistent starts libcollx ran."},
+     "persistent operations ended, how many persistent starts libcollx ran, how many of rank "
+     "0's machine's processes MPI_Init counted on how many CPUs, and how many libcollx "
+     "communicators were made (and how many of them wake every 10 ms: more processes on "
+     "their machine than CPUs)."},
     {"COLLX_MPI_HOST_COPIES", "bool", "0",
      "Under LD_PRELOAD=libcollx_mpi.so: the calls passed through to the MPI library go "
      "through host copies of their buffers where these are CUDA device memory; 1 makes them "

@@ -135,7 +135,7 @@ void start(int provided, bool from_init) {
     }
   }
   if (all[0] == 0) return;
-  start_comms();
+  start_comms(from_init);
   load_types();
   set_host_copies(config.mpi_host_copies ? kAllBuffers : kDeviceBuffers);
   g.enabled = true;

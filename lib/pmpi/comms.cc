@@ -22,10 +22,14 @@
 #include "collx/collx_mpi.h"
 #include "core/comm.h"
 #include "pmpi/preload.h"
+#include "topo/node.h"
+#include "topo/topo.h"
 
 namespace collx_mpi {
 
 std::atomic<long long> g_free_failed{0};
+std::atomic<long long> g_comms_made{0}, g_comms_crowded{0};
+int g_machine_processes = 0, g_machine_cpus = 0;
 
 namespace {
 
@@ -104,10 +108,23 @@ void say_unusable(MPI_Comm comm) {
 
 }  // namespace
 
-void start_comms() {
+void start_comms(bool from_init) {
   int k = MPI_KEYVAL_INVALID;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &k, nullptr);
   g_keyval.store(k, std::memory_order_release);
+  // A libcollx communicator counts the processes of its machine that its process has seen
+  // (collx::NodeProcesses) for its watch period; one made of some of them before any larger
+  // one (a program whose first served call is on a sub-communicator) would count only its
+  // own. So MPI_Init, which every process of MPI_COMM_WORLD calls, counts them all.
+  g_machine_cpus = collx::usable_cpus();
+  MPI_Comm machine = MPI_COMM_NULL;
+  if (!from_init || PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                         &machine) != MPI_SUCCESS) {
+    return;
+  }
+  PMPI_Comm_size(machine, &g_machine_processes);
+  PMPI_Comm_free(&machine);
+  collx::node_processes().note_processes(g_machine_processes);
 }
 
 collx_comm_t collx_for(MPI_Comm comm) {
@@ -140,6 +157,10 @@ collx_comm_t collx_for(MPI_Comm comm) {
     if (collx_comm_create_mpi(comm, &c->comm) != COLLX_SUCCESS) {
       c->comm = nullptr;
       say_unusable(comm);
+    } else {
+      tally(g_comms_made);
+      const auto* made = reinterpret_cast<const collx::Comm*>(c->comm);
+      if (made->watch_period() == collx::kCrowdedWatch) tally(g_comms_crowded);
     }
     c->ready.store(true, std::memory_order_release);
   });

@@ -114,11 +114,19 @@ class MpiProgress {
 
 // comms.cc: the libcollx communicator of each MPI communicator served, created by the first
 // served call on it (collective) and freed in the program's MPI_Comm_free or at MPI_Finalize.
-void start_comms();                     // at start, before any served call
+// At start, before any served call; `from_init`: in MPI_Init or MPI_Init_thread, where every
+// process of MPI_COMM_WORLD calls it, so that it may count the machine's processes (below).
+void start_comms(bool from_init);
 collx_comm_t collx_for(MPI_Comm comm);  // created on first use; null if it cannot serve
 void release(MPI_Comm comm);            // MPI_Comm_free (C, and mpi_f08's): frees comm's now
 void finish_comms();                    // MPI_Finalize: frees those left, in an agreed order
 extern std::atomic<long long> g_free_failed;  // frees that failed (COLLX_MPI_VERBOSE)
+// For COLLX_MPI_VERBOSE: the libcollx communicators made, and those of them whose threads
+// watch every 10 ms (collx::kCrowdedWatch: more processes on their machine than its CPUs);
+// MPI_COMM_WORLD's processes on this machine, counted in MPI_Init (0 where it was not: the
+// preload started in another call), and the CPUs they can run on.
+extern std::atomic<long long> g_comms_made, g_comms_crowded;
+extern int g_machine_processes, g_machine_cpus;
 
 // types.cc: the predefined datatypes and ops the preload serves. A type's kind decides which
 // ops MPI defines for it.

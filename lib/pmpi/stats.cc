@@ -1,7 +1,8 @@
 // The statistics of libcollx_mpi.so (COLLX_MPI_VERBOSE=1): per function, how many calls were
 // served and why the others passed through, printed by rank 0 at MPI_Finalize, summed over the
 // ranks (run_preloaded.sh reads them), with how served non-blocking operations ended, how
-// served persistent requests were started, and failed frees.
+// served persistent requests were started, failed frees, rank 0's machine's processes and
+// CPUs, and the libcollx communicators made (and those that found their machine crowded).
 #include <mpi.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <iterator>
 
 #include "api/status.h"
+#include "core/comm.h"
 #include "pmpi/preload.h"
 
 namespace collx_mpi {
@@ -75,9 +77,10 @@ int exception_error(const char* fn, MPI_Comm comm) {
 void print_statistics() {
   // Per function: the calls per reason, then the failed ones, then the copied ones; then
   // how the served non-blocking operations ended; then the starts of served persistent
-  // requests; last, the failed frees.
+  // requests; then the failed frees, the communicators made and the crowded ones.
   constexpr int kPer = kReasonCount + 2, kEndings = kFnCount * kPer;
-  constexpr int kStarts = kEndings + kEndingCount, kAll = kStarts + kStarterCount + 1;
+  constexpr int kStarts = kEndings + kEndingCount, kFrees = kStarts + kStarterCount;
+  constexpr int kAll = kFrees + 3;
   long long local[kAll] = {}, total[kAll] = {};
   for (int f = 0; f < kFnCount; ++f) {
     for (int i = 0; i < kReasonCount; ++i) local[f * kPer + i] = g_counts[f].calls[i].load();
@@ -86,7 +89,9 @@ void print_statistics() {
   }
   for (int e = 0; e < kEndingCount; ++e) local[kEndings + e] = g_endings[e].load();
   for (int b = 0; b < kStarterCount; ++b) local[kStarts + b] = g_starts[b].load();
-  local[kAll - 1] = g_free_failed.load();
+  local[kFrees] = g_free_failed.load();
+  local[kFrees + 1] = g_comms_made.load();
+  local[kFrees + 2] = g_comms_crowded.load();
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Reduce(local, total, kAll, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -113,10 +118,18 @@ void print_statistics() {
                    "libcollx, %lld by MPI (their communicator freed)\n",
                    started[kByLibcollx], started[kByMpi]);
     }
-    if (total[kAll - 1] > 0) {
+    if (total[kFrees] > 0) {
       std::fprintf(stderr, "libcollx_mpi: %lld libcollx communicators failed to be freed\n",
-                   total[kAll - 1]);
+                   total[kFrees]);
     }
+    if (g_machine_processes > 0) {
+      std::fprintf(stderr, "libcollx_mpi: rank 0's machine: %d processes of MPI_COMM_WORLD, %d "
+                   "CPUs to run on\n", g_machine_processes, g_machine_cpus);
+    }
+    std::fprintf(stderr, "libcollx_mpi: libcollx communicators made (all ranks): %lld, %lld of "
+                 "them on machines with more processes than CPUs (waking every %lld ms)\n",
+                 total[kFrees + 1], total[kFrees + 2],
+                 static_cast<long long>(collx::kCrowdedWatch.count() / 1000));
   }
 }
 

@@ -78,11 +78,15 @@ uint64_t node_id(const std::string& override_name) {
 
 int NodeProcesses::note(std::vector<int64_t> pids) {
   std::sort(pids.begin(), pids.end());
-  const auto n = static_cast<int>(std::unique(pids.begin(), pids.end()) - pids.begin());
+  return note_processes(static_cast<int>(std::unique(pids.begin(), pids.end()) - pids.begin()));
+}
+
+int NodeProcesses::note_processes(int processes) {
   int most = most_.load(std::memory_order_relaxed);
-  while (most < n && !most_.compare_exchange_weak(most, n, std::memory_order_relaxed)) {
+  while (most < processes &&
+         !most_.compare_exchange_weak(most, processes, std::memory_order_relaxed)) {
   }
-  return std::max(most, n);
+  return std::max(most, processes);
 }
 
 NodeProcesses& node_processes() {

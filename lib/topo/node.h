@@ -61,6 +61,9 @@ class NodeProcesses {
   // Notes a communicator whose ranks on this machine run in processes `pids` (ranks that are
   // threads of one process repeat its pid); returns the most so far, this one's included.
   int note(std::vector<int64_t> pids);
+  // Notes `processes` processes of this machine (the PMPI preload's count of MPI_COMM_WORLD's
+  // at MPI_Init); returns the most so far.
+  int note_processes(int processes);
 
  private:
   std::atomic<int> most_{0};

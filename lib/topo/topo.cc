@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -128,13 +129,17 @@ int usable_cpus(int online, const std::string& groups, const std::string& proc_c
 }
 
 int usable_cpus() {
-  static const int cpus = [] {
-    std::string proc_cgroup;
-    (void)read_text("/proc/self/cgroup", &proc_cgroup);
-    return usable_cpus(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), "/sys/fs/cgroup",
-                       proc_cgroup);
-  }();
-  return cpus;
+  const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  try {
+    static const int cpus = [online] {
+      std::string proc_cgroup;
+      (void)read_text("/proc/self/cgroup", &proc_cgroup);
+      return usable_cpus(online, "/sys/fs/cgroup", proc_cgroup);
+    }();
+    return cpus;
+  } catch (const std::bad_alloc&) {
+    return online;  // (no memory to read the files with: read again at the next call)
+  }
 }
 
 const char* cpu_maker_name(CpuMaker m) {

@@ -30,7 +30,8 @@ const char* cpu_maker_name(CpuMaker m);  // "AMD", "Intel", "other"
 // launcher gave each rank a CPU set of its own; a batch system's set is usually a whole job's
 // or step's). Not a CPU quota either: it caps CPU time, not how many threads run at once (2
 // ranks under a quota of 1 CPU of 2 ran slower as if crowded: docs/PERFORMANCE.md, "The CPUs
-// counted"). Read once per process; 0: not known.
+// counted"). Read once per process (the online CPUs, this once, where there is no memory to
+// read the files with); 0: not known.
 int usable_cpus();
 
 // The same from its inputs: the online CPUs (<= 0: not known), the folder that holds the
