@@ -129,16 +129,16 @@ int usable_cpus(int online, const std::string& groups, const std::string& proc_c
 }
 
 int usable_cpus() {
-  const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const auto online = [] { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); };
   try {
     static const int cpus = [online] {
       std::string proc_cgroup;
       (void)read_text("/proc/self/cgroup", &proc_cgroup);
-      return usable_cpus(online, "/sys/fs/cgroup", proc_cgroup);
+      return usable_cpus(online(), "/sys/fs/cgroup", proc_cgroup);
     }();
     return cpus;
   } catch (const std::bad_alloc&) {
-    return online;  // (no memory to read the files with: read again at the next call)
+    return online();  // (no memory to read the files with: read again at the next call)
   }
 }
 
