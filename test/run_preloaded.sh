@@ -50,8 +50,9 @@ mpi_starts=$(sum 's/.* persistent requests started (all ranks): [0-9]* by libcol
 host_copies=$(sum 's/.* \([0-9]*\) of the passed-through calls on host copies.*/\1/p')
 unusable_line=$(grep -m1 '^libcollx_mpi: calls on a communicator of ' "$log")
 off=$(grep -c '^libcollx_mpi: interception off: ' "$log")
-machine=$(sed -n "s/^libcollx_mpi: rank 0's machine: \([0-9]*\) processes .*, \([0-9]*\) CPUs.*/\1 \2/p" "$log")
-made=$(sed -n 's/^libcollx_mpi: libcollx communicators made (all ranks): \([0-9]*\), \([0-9]*\) of.*/\1 \2/p' "$log")
+two='\([0-9]*\)[^0-9]*\([0-9]*\) .*'  # (the first two numbers)
+machine=$(sed -n "s/^libcollx_mpi: rank 0's machine: $two/\1 \2/p" "$log")
+made=$(sed -n "s/^libcollx_mpi: libcollx communicators made (all ranks): $two/\1 \2/p" "$log")
 off_line=$(grep -m1 '^libcollx_mpi: interception off: ' "$log")
 algo_seen=0  # profile rows end with their algorithms, separated by commas (then hierarchical's
 # between nodes, in parentheses, which are not the row's)
