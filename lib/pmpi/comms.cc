@@ -23,13 +23,12 @@
 #include "core/comm.h"
 #include "pmpi/preload.h"
 #include "topo/node.h"
-#include "topo/topo.h"
 
 namespace collx_mpi {
 
 std::atomic<long long> g_free_failed{0};
 std::atomic<long long> g_comms_made{0}, g_comms_crowded{0};
-int g_machine_processes = 0, g_machine_cpus = 0;
+int g_machine_processes = 0;
 
 namespace {
 
@@ -116,7 +115,6 @@ void start_comms(bool from_init) {
   // (collx::NodeProcesses) for its watch period; one made of some of them before any larger
   // one (a program whose first served call is on a sub-communicator) would count only its
   // own. So MPI_Init, which every process of MPI_COMM_WORLD calls, counts them all.
-  g_machine_cpus = collx::usable_cpus();
   MPI_Comm machine = MPI_COMM_NULL;
   if (!from_init || PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                                          &machine) != MPI_SUCCESS) {

@@ -124,9 +124,9 @@ extern std::atomic<long long> g_free_failed;  // frees that failed (COLLX_MPI_VE
 // For COLLX_MPI_VERBOSE: the libcollx communicators made, and those of them whose threads
 // watch every 10 ms (collx::kCrowdedWatch: more processes on their machine than its CPUs);
 // MPI_COMM_WORLD's processes on this machine, counted in MPI_Init (0 where it was not: the
-// preload started in another call), and the CPUs they can run on.
+// preload started in another call).
 extern std::atomic<long long> g_comms_made, g_comms_crowded;
-extern int g_machine_processes, g_machine_cpus;
+extern int g_machine_processes;
 
 // types.cc: the predefined datatypes and ops the preload serves. A type's kind decides which
 // ops MPI defines for it.

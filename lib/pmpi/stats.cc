@@ -12,6 +12,7 @@
 #include "api/status.h"
 #include "core/comm.h"
 #include "pmpi/preload.h"
+#include "topo/topo.h"
 
 namespace collx_mpi {
 
@@ -124,7 +125,7 @@ void print_statistics() {
     }
     if (g_machine_processes > 0) {
       std::fprintf(stderr, "libcollx_mpi: rank 0's machine: %d processes of MPI_COMM_WORLD, %d "
-                   "CPUs to run on\n", g_machine_processes, g_machine_cpus);
+                   "CPUs to run on\n", g_machine_processes, collx::usable_cpus());
     }
     std::fprintf(stderr, "libcollx_mpi: libcollx communicators made (all ranks): %lld, %lld of "
                  "them on machines with more processes than CPUs (waking every %lld ms)\n",
