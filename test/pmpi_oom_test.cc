@@ -14,7 +14,8 @@
 // without failures must return no error, and some run must see MPI_ERR_NO_MEM.
 // The same again with 4 allocations failing in a row from the k-th (a failure while another
 // is handled). Prints "N passed, N failed" (PMPI_OOM_VERBOSE=1: every error too; PMPI_OOM_K=k:
-// k alone, PMPI_OOM_RUN=n: n in a row). With --ranks, two or more ranks, rank 1 failing: ranks().
+// k alone; PMPI_OOM_RUN=n: n in a row alone). With --ranks, two or more ranks, rank 1 failing:
+// ranks().
 //   LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test
 //   mpiexec -n 2 env LD_PRELOAD=.../libcollx_mpi.so pmpi_oom_test --ranks
 #include <mpi.h>
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "common/failing_new.h"
 
@@ -315,7 +317,9 @@ int main(int argc, char** argv) {
   if (first != kNotReached) std::printf("FAILED the run without failures (outcome %d)\n", first);
   // Each allocation failing in turn; then from each on, 4 in a row (a failure while another
   // is handled).
-  for (const long in_a_row : {1L, 4L}) {
+  const char* n = std::getenv("PMPI_OOM_RUN");
+  for (const long in_a_row : n != nullptr ? std::vector<long>{std::atol(n)}
+                                          : std::vector<long>{1, 4}) {
     g_in_a_row = in_a_row;
     long k = 0, with_errors = 0;
     for (; k < 5000; ++k) {
